@@ -1,0 +1,235 @@
+//! `tensorscope info`: the header of a file or sharded model.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::output::{Output, display_name, group_digits, path_string, report_error};
+use super::{EXIT_OK, InfoArgs};
+use crate::format::{Checkpoint, CheckpointKind, Warning};
+
+/// One tensor in `info --json`.
+#[derive(Debug, Serialize)]
+pub struct TensorDoc {
+    /// Name.
+    pub name: String,
+    /// Dtype string.
+    pub dtype: &'static str,
+    /// Shape (exact u64).
+    pub shape: Vec<u64>,
+    /// `[begin, end]` relative to the data buffer of its file.
+    pub data_offsets: [u64; 2],
+    /// Element count.
+    pub numel: u64,
+    /// Bytes.
+    pub nbytes: u64,
+    /// The shard's file name (sharded models only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shard: Option<String>,
+}
+
+/// One shard in `info --json`.
+#[derive(Debug, Serialize)]
+pub struct ShardDoc {
+    /// The shard file's path.
+    pub path: String,
+    /// Its name in the index.
+    pub name: String,
+    /// Its size in bytes.
+    pub file_size: u64,
+    /// Its header length N.
+    pub header_size: u64,
+    /// Its own `__metadata__`.
+    pub metadata: serde_json::Value,
+}
+
+/// The `info --json` document.
+#[derive(Debug, Serialize)]
+pub struct InfoDoc {
+    /// What was opened.
+    pub path: String,
+    /// `single` or `sharded`.
+    pub kind: &'static str,
+    /// Size of the opened file (the index file for a sharded model).
+    pub file_size: u64,
+    /// Header length N; `null` for a shard index.
+    pub header_size: Option<u64>,
+    /// `__metadata__` (a single file) or the index's `metadata`.
+    pub metadata: serde_json::Value,
+    /// Number of tensors.
+    pub tensor_count: usize,
+    /// Total elements over every tensor.
+    pub parameter_count: u64,
+    /// Total bytes of tensor data.
+    pub data_bytes: u64,
+    /// Every tensor, in offset order, shard by shard.
+    pub tensors: Vec<TensorDoc>,
+    /// The shards of a sharded model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shards: Option<Vec<ShardDoc>>,
+    /// Quirks and inconsistencies.
+    pub warnings: Vec<Warning>,
+}
+
+fn metadata_json(m: Option<&std::collections::BTreeMap<String, String>>) -> serde_json::Value {
+    m.map_or(serde_json::Value::Null, |m| {
+        serde_json::Value::Object(
+            m.iter()
+                .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+                .collect(),
+        )
+    })
+}
+
+impl InfoDoc {
+    /// Builds the document for an opened checkpoint.
+    pub fn new(ck: &Checkpoint) -> Self {
+        let sharded = ck.is_sharded();
+        let tensors: Vec<TensorDoc> = ck
+            .tensors
+            .iter()
+            .filter_map(|t| {
+                let info = ck.info(*t)?;
+                Some(TensorDoc {
+                    name: info.name.clone(),
+                    dtype: info.dtype.name(),
+                    shape: info.shape.clone(),
+                    data_offsets: info.data_offsets,
+                    numel: info.numel,
+                    nbytes: info.nbytes,
+                    shard: sharded.then(|| ck.shards[t.shard].name.clone()),
+                })
+            })
+            .collect();
+        let parameter_count = tensors.iter().fold(0u64, |a, t| a.saturating_add(t.numel));
+        let data_bytes = tensors.iter().fold(0u64, |a, t| a.saturating_add(t.nbytes));
+        let (file_size, header_size, metadata, shards) = match &ck.kind {
+            CheckpointKind::Single => {
+                let f = &ck.shards[0].file;
+                (
+                    f.file_size(),
+                    Some(f.header().header_size),
+                    metadata_json(f.header().metadata.as_ref()),
+                    None,
+                )
+            }
+            CheckpointKind::Sharded { metadata, .. } => (
+                std::fs::metadata(&ck.path).map_or(0, |m| m.len()),
+                None,
+                metadata.clone(),
+                Some(
+                    ck.shards
+                        .iter()
+                        .map(|s| ShardDoc {
+                            path: path_string(s.file.path()),
+                            name: s.name.clone(),
+                            file_size: s.file.file_size(),
+                            header_size: s.file.header().header_size,
+                            metadata: metadata_json(s.file.header().metadata.as_ref()),
+                        })
+                        .collect(),
+                ),
+            ),
+        };
+        Self {
+            path: path_string(&ck.path),
+            kind: if sharded { "sharded" } else { "single" },
+            file_size,
+            header_size,
+            metadata,
+            tensor_count: tensors.len(),
+            parameter_count,
+            data_bytes,
+            tensors,
+            shards,
+            warnings: ck.warnings.clone(),
+        }
+    }
+
+    /// The human-readable form.
+    pub fn to_text(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(s, "path:        {}", self.path);
+        if let Some(h) = self.header_size {
+            let _ = writeln!(
+                s,
+                "file size:   {} bytes (header {} bytes)",
+                group_digits(self.file_size),
+                group_digits(h)
+            );
+        } else {
+            let shards = self.shards.as_ref().map_or(0, Vec::len);
+            let total: u64 = self.shards.iter().flatten().map(|s| s.file_size).sum();
+            let _ = writeln!(
+                s,
+                "shards:      {shards} files, {} bytes",
+                group_digits(total)
+            );
+        }
+        let _ = writeln!(
+            s,
+            "tensors:     {} ({} parameters, {} bytes of data)",
+            group_digits(self.tensor_count as u64),
+            group_digits(self.parameter_count),
+            group_digits(self.data_bytes)
+        );
+        match &self.metadata {
+            serde_json::Value::Object(m) if !m.is_empty() => {
+                let _ = writeln!(s, "metadata:");
+                for (k, v) in m {
+                    let v = match v {
+                        serde_json::Value::String(v) => v.clone(),
+                        other => other.to_string(),
+                    };
+                    let _ = writeln!(s, "  {} = {}", display_name(k), display_name(&v));
+                }
+            }
+            _ => {
+                let _ = writeln!(s, "metadata:    (none)");
+            }
+        }
+        if !self.tensors.is_empty() {
+            let _ = writeln!(s);
+        }
+        for t in &self.tensors {
+            let shape = t
+                .shape
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(", ");
+            let _ = write!(
+                s,
+                "{}  {}  [{}]  {}..{}",
+                display_name(&t.name),
+                t.dtype,
+                shape,
+                t.data_offsets[0],
+                t.data_offsets[1]
+            );
+            if let Some(shard) = &t.shard {
+                let _ = write!(s, "  {}", display_name(shard));
+            }
+            s.push('\n');
+        }
+        for w in &self.warnings {
+            let _ = writeln!(s, "warning: {}", display_name(&w.message));
+        }
+        s
+    }
+}
+
+/// Runs `info`.
+pub fn run(args: &InfoArgs, out: &mut Output) -> i32 {
+    let ck = match Checkpoint::open(&args.file) {
+        Ok(ck) => ck,
+        Err(e) => return report_error(out, args.common.json, &e),
+    };
+    let doc = InfoDoc::new(&ck);
+    if args.common.json {
+        out.json(&doc);
+    } else {
+        out.text(&doc.to_text());
+    }
+    EXIT_OK
+}

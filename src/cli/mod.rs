@@ -1,0 +1,124 @@
+//! The command line: `tensorscope [FILE...]` for the GUI, or a verb that
+//! runs headless. Exit codes are a contract (DESIGN.md): 0 success, 1 the
+//! answer is "no", 2 an error.
+
+mod info;
+mod output;
+mod validate;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+pub use output::{ErrorDoc, Output};
+
+/// Exit code: success (valid, equal).
+pub const EXIT_OK: i32 = 0;
+/// Exit code: the answer is "no" (invalid, different).
+pub const EXIT_NO: i32 = 1;
+/// Exit code: an error (usage, I/O, unreadable input).
+pub const EXIT_ERROR: i32 = 2;
+
+/// Tensorscope: explore safetensors checkpoints.
+#[derive(Debug, Parser)]
+#[command(
+    name = "tensorscope",
+    version,
+    about = "A fast, safe explorer for safetensors checkpoints",
+    args_conflicts_with_subcommands = true
+)]
+pub struct Cli {
+    /// A headless verb; without one, the desktop explorer opens FILE...
+    #[command(subcommand)]
+    pub command: Option<Verb>,
+    /// Files, shard indexes or folders to open in the desktop explorer.
+    #[arg(value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Open a built-in demo checkpoint with every dtype.
+    #[arg(long)]
+    pub demo: bool,
+}
+
+/// The headless verbs.
+#[derive(Debug, Subcommand)]
+pub enum Verb {
+    /// Show the header: metadata and every tensor's dtype, shape and offsets.
+    Info(InfoArgs),
+    /// Check a file (or shard index) against the format; exit 1 if invalid.
+    Validate(ValidateArgs),
+}
+
+/// Options shared by every verb.
+#[derive(Debug, Args, Clone, Copy)]
+pub struct Common {
+    /// Print exactly one JSON document on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `tensorscope info FILE`.
+#[derive(Debug, Args)]
+pub struct InfoArgs {
+    /// A .safetensors file, a model.safetensors.index.json, or a folder.
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// `tensorscope validate FILE`.
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// A .safetensors file, a model.safetensors.index.json, or a folder.
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// Parses `args` (including the program name) and runs; returns the exit code.
+pub fn run<I, T>(args: I) -> i32
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(&e, &args),
+    };
+    let mut out = Output::stdout();
+    match cli.command {
+        Some(Verb::Info(a)) => info::run(&a, &mut out),
+        Some(Verb::Validate(a)) => validate::run(&a, &mut out),
+        None => {
+            eprintln!(
+                "tensorscope: the desktop explorer is not part of this build yet; \
+                 use a verb (tensorscope --help)"
+            );
+            EXIT_ERROR
+        }
+    }
+}
+
+fn usage_error(e: &clap::Error, args: &[OsString]) -> i32 {
+    use clap::error::ErrorKind;
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        let _ = e.print();
+        return EXIT_OK;
+    }
+    let wants_json = args.iter().skip(1).any(|a| a == "--json");
+    if wants_json {
+        let message = e.kind().as_str().map_or_else(
+            || e.to_string().lines().next().unwrap_or_default().to_owned(),
+            str::to_owned,
+        );
+        let doc = ErrorDoc {
+            kind: "Usage".into(),
+            message,
+            path: None,
+        };
+        Output::stdout().json(&doc.wrapped());
+    }
+    let _ = e.print();
+    EXIT_ERROR
+}

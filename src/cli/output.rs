@@ -1,0 +1,168 @@
+//! Writing a verb's result: one JSON document or human text on stdout, a
+//! closed pipe ending quietly, and the shared error document.
+
+use std::fmt::Write as _;
+use std::io::{self, Write};
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::format::LoadError;
+
+/// Where a verb writes its result.
+pub struct Output {
+    sink: Box<dyn Write>,
+    closed: bool,
+}
+
+impl Output {
+    /// Standard output.
+    pub fn stdout() -> Self {
+        Self {
+            sink: Box::new(io::stdout().lock()),
+            closed: false,
+        }
+    }
+
+    /// Any writer (tests capture output this way).
+    pub fn to_writer(sink: Box<dyn Write>) -> Self {
+        Self {
+            sink,
+            closed: false,
+        }
+    }
+
+    /// Writes text. A closed pipe (`| head`) stops output silently.
+    pub fn text(&mut self, s: &str) {
+        if self.closed {
+            return;
+        }
+        if let Err(e) = self
+            .sink
+            .write_all(s.as_bytes())
+            .and_then(|()| self.sink.flush())
+        {
+            self.closed = true;
+            if e.kind() != io::ErrorKind::BrokenPipe {
+                eprintln!("tensorscope: cannot write output: {e}");
+            }
+        }
+    }
+
+    /// Writes one JSON document and a newline.
+    pub fn json<T: Serialize>(&mut self, value: &T) {
+        match serde_json::to_string_pretty(value) {
+            Ok(mut s) => {
+                s.push('\n');
+                self.text(&s);
+            }
+            Err(e) => eprintln!("tensorscope: cannot encode JSON: {e}"),
+        }
+    }
+}
+
+/// `{"error": {"kind", "message", "path"}}`: the JSON a verb prints on error.
+#[derive(Debug, Clone, Serialize)]
+pub struct ErrorDoc {
+    /// The error kind (the reference's kind for format errors, `Io`, `Usage`, …).
+    pub kind: String,
+    /// The message, without the path.
+    pub message: String,
+    /// The path concerned, if any.
+    pub path: Option<String>,
+}
+
+/// The wrapper object of an [`ErrorDoc`].
+#[derive(Debug, Serialize)]
+pub struct Wrapped<'a> {
+    /// The error.
+    pub error: &'a ErrorDoc,
+}
+
+impl ErrorDoc {
+    /// The document for a load error.
+    pub fn from_load(e: &LoadError) -> Self {
+        Self {
+            kind: e.kind().to_owned(),
+            message: e.message(),
+            path: Some(path_string(e.path())),
+        }
+    }
+
+    /// `{"error": self}`.
+    pub fn wrapped(&self) -> Wrapped<'_> {
+        Wrapped { error: self }
+    }
+}
+
+/// A path for JSON output; not UTF-8 paths are converted lossily.
+pub fn path_string(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+/// Reports a load error the way every verb does: JSON on stdout with
+/// `--json`, else a message on stderr. Returns [`super::EXIT_ERROR`].
+pub fn report_error(out: &mut Output, json: bool, e: &LoadError) -> i32 {
+    if json {
+        out.json(&ErrorDoc::from_load(e).wrapped());
+    }
+    eprintln!("tensorscope: {e}");
+    super::EXIT_ERROR
+}
+
+/// Makes a name safe to print on a terminal: control characters and bidi
+/// overrides are escaped, and very long names are shortened.
+pub fn display_name(name: &str) -> String {
+    const MAX_CHARS: usize = 200;
+    let mut out = String::with_capacity(name.len().min(MAX_CHARS * 2));
+    for (i, c) in name.chars().enumerate() {
+        if i == MAX_CHARS {
+            let _ = write!(out, "…[{} bytes]", name.len());
+            break;
+        }
+        let bidi = matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}');
+        if c.is_control() || bidi {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    if name.is_empty() {
+        out.push_str("\"\"");
+    }
+    out
+}
+
+/// Thousands separators for human output.
+pub fn group_digits(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_escaped() {
+        assert_eq!(display_name("a\nb"), "a\\u{a}b");
+        assert_eq!(display_name("x\u{202E}y"), "x\\u{202e}y");
+        assert_eq!(display_name(""), "\"\"");
+        let long = "x".repeat(1_000_000);
+        assert!(display_name(&long).len() < 300);
+    }
+
+    #[test]
+    fn digits() {
+        assert_eq!(group_digits(0), "0");
+        assert_eq!(group_digits(1234), "1,234");
+        assert_eq!(group_digits(u64::MAX), "18,446,744,073,709,551,615");
+    }
+}

@@ -1,0 +1,115 @@
+//! `tensorscope validate`: the reference's verdict, with our evidence.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::output::{Output, display_name, path_string, report_error};
+use super::{EXIT_NO, EXIT_OK, ValidateArgs};
+use crate::format::{Checkpoint, LoadError, Warning};
+
+/// Why a file is invalid, in `validate --json`.
+#[derive(Debug, Serialize)]
+pub struct VerdictError {
+    /// The reference's kind (or ShardMissing, ShardInvalid, IndexMismatch,
+    /// InvalidIndex for a shard index).
+    pub kind: &'static str,
+    /// The specific message with its evidence.
+    pub message: String,
+    /// The tensor concerned.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tensor: Option<String>,
+    /// The shard concerned.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shard: Option<String>,
+    /// For `ShardInvalid`: the reference kind of the shard's error.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shard_error_kind: Option<&'static str>,
+    /// Another format recognised by its signature.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detected_format: Option<&'static str>,
+    /// The rule that was broken, in plain words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<&'static str>,
+}
+
+/// The `validate --json` document.
+#[derive(Debug, Serialize)]
+pub struct ValidateDoc {
+    /// What was checked.
+    pub path: String,
+    /// The verdict.
+    pub valid: bool,
+    /// Why it is invalid; `null` when valid.
+    pub error: Option<VerdictError>,
+    /// Quirks the reference accepts.
+    pub warnings: Vec<Warning>,
+}
+
+impl ValidateDoc {
+    /// The document for a checkpoint that opened.
+    pub fn valid(ck: &Checkpoint) -> Self {
+        Self {
+            path: path_string(&ck.path),
+            valid: true,
+            error: None,
+            warnings: ck.warnings.clone(),
+        }
+    }
+
+    /// The document for a checkpoint rejected by a check.
+    pub fn invalid(e: &LoadError) -> Self {
+        let format = e.format_error();
+        Self {
+            path: path_string(e.path()),
+            valid: false,
+            error: Some(VerdictError {
+                kind: e.kind(),
+                message: e.message(),
+                tensor: e.tensor().map(str::to_owned),
+                shard: e.shard().map(str::to_owned),
+                shard_error_kind: match e {
+                    LoadError::ShardInvalid { error, .. } => Some(error.kind()),
+                    _ => None,
+                },
+                detected_format: format
+                    .and_then(crate::format::FormatError::detected_format)
+                    .map(crate::format::ForeignFormat::id),
+                rule: format.map(crate::format::FormatError::rule),
+            }),
+            warnings: Vec::new(),
+        }
+    }
+
+    /// The human-readable form.
+    pub fn to_text(&self) -> String {
+        let mut s = match &self.error {
+            None => format!("valid: {}\n", self.path),
+            Some(e) => format!(
+                "invalid ({}): {}\n  {}\n",
+                e.kind,
+                self.path,
+                display_name(&e.message)
+            ),
+        };
+        for w in &self.warnings {
+            let _ = writeln!(s, "warning: {}", display_name(&w.message));
+        }
+        s
+    }
+}
+
+/// Runs `validate`.
+pub fn run(args: &ValidateArgs, out: &mut Output) -> i32 {
+    let (doc, code) = match Checkpoint::open(&args.file) {
+        Ok(ck) => (ValidateDoc::valid(&ck), EXIT_OK),
+        Err(e) if e.is_verdict() => (ValidateDoc::invalid(&e), EXIT_NO),
+        Err(e) => return report_error(out, args.common.json, &e),
+    };
+    if args.common.json {
+        out.json(&doc);
+    } else {
+        out.text(&doc.to_text());
+    }
+    code
+}

@@ -1,0 +1,420 @@
+//! A checkpoint: one safetensors file, or a sharded model described by a
+//! `model.safetensors.index.json`, seen as one list of tensors.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+
+use super::LoadError;
+use super::file::SafetensorsFile;
+use super::parse::TensorInfo;
+
+/// The usual name of a shard index.
+pub const INDEX_FILE_NAME: &str = "model.safetensors.index.json";
+
+/// Index files larger than this are refused rather than read into memory.
+const MAX_INDEX_BYTES: u64 = 512 * 1024 * 1024;
+
+/// What was opened.
+#[derive(Debug)]
+pub enum CheckpointKind {
+    /// One safetensors file.
+    Single,
+    /// A shard index.
+    Sharded {
+        /// The index's `metadata` object (`null` when absent).
+        metadata: serde_json::Value,
+        /// `metadata.total_size`, when present and an integer.
+        total_size: Option<u64>,
+    },
+}
+
+/// One file of a checkpoint.
+#[derive(Debug)]
+pub struct Shard {
+    /// The shard's name as the index writes it (the file name for a single
+    /// file).
+    pub name: String,
+    /// The opened file.
+    pub file: SafetensorsFile,
+}
+
+/// Where a tensor of the checkpoint lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TensorRef {
+    /// Index into [`Checkpoint::shards`].
+    pub shard: usize,
+    /// Index into that shard's header tensors.
+    pub index: usize,
+}
+
+/// Something worth telling the user that does not make the checkpoint invalid.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Warning {
+    /// A stable identifier.
+    pub kind: &'static str,
+    /// What was found.
+    pub message: String,
+    /// The tensor concerned, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tensor: Option<String>,
+    /// The shard concerned, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shard: Option<String>,
+}
+
+/// An opened, validated checkpoint.
+#[derive(Debug)]
+pub struct Checkpoint {
+    /// The path that was opened: a file or an index (a folder resolves to
+    /// the file inside it).
+    pub path: PathBuf,
+    /// A single file or a sharded model.
+    pub kind: CheckpointKind,
+    /// The files; exactly one for a single file, in name order for shards.
+    pub shards: Vec<Shard>,
+    /// Every tensor: offset order within a shard, shard by shard.
+    pub tensors: Vec<TensorRef>,
+    /// Quirks and inconsistencies found while opening.
+    pub warnings: Vec<Warning>,
+}
+
+impl Checkpoint {
+    /// Opens a safetensors file, a shard index (`*.json`), or a folder that
+    /// holds one of them.
+    pub fn open(path: &Path) -> Result<Self, LoadError> {
+        let path = resolve_folder(path)?;
+        let is_index = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.to_ascii_lowercase().ends_with(".json"));
+        if is_index {
+            Self::open_index(&path)
+        } else {
+            let file = SafetensorsFile::open(&path)?;
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let warnings = format_warnings(&file, None);
+            let tensors = (0..file.header().tensors.len())
+                .map(|index| TensorRef { shard: 0, index })
+                .collect();
+            Ok(Self {
+                path,
+                kind: CheckpointKind::Single,
+                shards: vec![Shard { name, file }],
+                tensors,
+                warnings,
+            })
+        }
+    }
+
+    /// True for a sharded model.
+    pub fn is_sharded(&self) -> bool {
+        matches!(self.kind, CheckpointKind::Sharded { .. })
+    }
+
+    /// The header entry of a tensor.
+    pub fn info(&self, t: TensorRef) -> Option<&TensorInfo> {
+        self.shards.get(t.shard)?.file.header().tensors.get(t.index)
+    }
+
+    /// The bytes of a tensor: a slice of its shard's mapping.
+    pub fn bytes(&self, t: TensorRef) -> &[u8] {
+        match (self.shards.get(t.shard), self.info(t)) {
+            (Some(shard), Some(info)) => shard.file.tensor_bytes(info),
+            _ => &[],
+        }
+    }
+
+    /// Finds a tensor by name.
+    pub fn find(&self, name: &str) -> Option<TensorRef> {
+        self.tensors
+            .iter()
+            .copied()
+            .find(|t| self.info(*t).is_some_and(|i| i.name == name))
+    }
+
+    /// Total bytes of tensor data over every shard.
+    pub fn data_bytes(&self) -> u64 {
+        self.tensors
+            .iter()
+            .filter_map(|t| self.info(*t))
+            .map(|i| i.nbytes)
+            .sum()
+    }
+
+    fn open_index(path: &Path) -> Result<Self, LoadError> {
+        let invalid = |message: String| LoadError::InvalidIndex {
+            path: path.to_path_buf(),
+            message,
+        };
+        let io = |source: std::io::Error| LoadError::Io {
+            path: path.to_path_buf(),
+            source: source.into(),
+        };
+        let size = std::fs::metadata(path).map_err(io)?.len();
+        if size > MAX_INDEX_BYTES {
+            return Err(invalid(format!(
+                "the index is {size} bytes; at most {MAX_INDEX_BYTES} are read"
+            )));
+        }
+        let text = std::fs::read(path).map_err(io)?;
+        let index: serde_json::Value =
+            serde_json::from_slice(&text).map_err(|e| invalid(format!("not JSON: {e}")))?;
+        let Some(object) = index.as_object() else {
+            return Err(invalid("the index is not a JSON object".into()));
+        };
+        let Some(map) = object.get("weight_map").and_then(|v| v.as_object()) else {
+            return Err(invalid("it has no \"weight_map\" object".into()));
+        };
+        let metadata = object.get("metadata").cloned().unwrap_or_default();
+        let total_size = metadata.get("total_size").and_then(json_u64);
+
+        let mut weight_map: BTreeMap<&str, &str> = BTreeMap::new();
+        for (tensor, shard) in map {
+            let Some(shard) = shard.as_str() else {
+                return Err(invalid(format!(
+                    "weight_map entry {tensor:?} is not a file name string"
+                )));
+            };
+            check_shard_name(shard).map_err(|why| {
+                invalid(format!(
+                    "shard name {shard:?} (for tensor {tensor:?}) {why}"
+                ))
+            })?;
+            weight_map.insert(tensor, shard);
+        }
+        let folder = path.parent().unwrap_or_else(|| Path::new("."));
+        let shard_names: BTreeSet<&str> = weight_map.values().copied().collect();
+        let mut shards = Vec::with_capacity(shard_names.len());
+        let mut warnings = Vec::new();
+        for name in &shard_names {
+            let shard_path = folder.join(name);
+            let file = SafetensorsFile::open(&shard_path).map_err(|e| match e {
+                LoadError::Io { path, source } => LoadError::ShardMissing {
+                    shard: (*name).to_owned(),
+                    path,
+                    source,
+                },
+                LoadError::Format { path, error } => LoadError::ShardInvalid {
+                    shard: (*name).to_owned(),
+                    path,
+                    error,
+                },
+                other => other,
+            })?;
+            warnings.extend(format_warnings(&file, Some(name)));
+            shards.push(Shard {
+                name: (*name).to_owned(),
+                file,
+            });
+        }
+        // Where each name really is.
+        let mut found: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (s, shard) in shards.iter().enumerate() {
+            for t in &shard.file.header().tensors {
+                found.entry(t.name.as_str()).or_default().push(s);
+            }
+        }
+        for (tensor, shard) in &weight_map {
+            let holders = found.get(tensor).map(Vec::as_slice).unwrap_or_default();
+            if !holders.iter().any(|&s| shards[s].name == *shard) {
+                return Err(LoadError::IndexMismatch {
+                    tensor: (*tensor).to_owned(),
+                    shard: (*shard).to_owned(),
+                    found_in: holders.first().map(|&s| shards[s].name.clone()),
+                    path: path.to_path_buf(),
+                });
+            }
+        }
+        let mut tensors = Vec::new();
+        let mut data_total: u64 = 0;
+        for (s, shard) in shards.iter().enumerate() {
+            for (index, t) in shard.file.header().tensors.iter().enumerate() {
+                match weight_map.get(t.name.as_str()) {
+                    Some(owner) if *owner == shard.name => {}
+                    Some(owner) => {
+                        warnings.push(Warning {
+                            kind: "ShardDuplicate",
+                            message: format!(
+                                "shard {:?} also holds tensor {:?}, which the index maps to {owner:?}; this copy is ignored",
+                                shard.name, t.name
+                            ),
+                            tensor: Some(t.name.clone()),
+                            shard: Some(shard.name.clone()),
+                        });
+                        continue;
+                    }
+                    None => warnings.push(Warning {
+                        kind: "NotInWeightMap",
+                        message: format!(
+                            "shard {:?} holds tensor {:?}, which the index's weight_map does not list",
+                            shard.name, t.name
+                        ),
+                        tensor: Some(t.name.clone()),
+                        shard: Some(shard.name.clone()),
+                    }),
+                }
+                data_total = data_total.saturating_add(t.nbytes);
+                tensors.push(TensorRef { shard: s, index });
+            }
+        }
+        match (metadata.get("total_size"), total_size) {
+            (None, _) => {}
+            (Some(_), Some(declared)) if declared == data_total => {}
+            (Some(_), Some(declared)) => warnings.push(Warning {
+                kind: "TotalSizeMismatch",
+                message: format!(
+                    "metadata.total_size is {declared} but the tensors hold {data_total} bytes"
+                ),
+                tensor: None,
+                shard: None,
+            }),
+            (Some(v), None) => warnings.push(Warning {
+                kind: "TotalSizeMismatch",
+                message: format!(
+                    "metadata.total_size is {v}, not a byte count; the tensors hold {data_total} bytes"
+                ),
+                tensor: None,
+                shard: None,
+            }),
+        }
+        Ok(Self {
+            path: path.to_path_buf(),
+            kind: CheckpointKind::Sharded {
+                metadata,
+                total_size,
+            },
+            shards,
+            tensors,
+            warnings,
+        })
+    }
+}
+
+fn json_u64(v: &serde_json::Value) -> Option<u64> {
+    if let Some(n) = v.as_u64() {
+        return Some(n);
+    }
+    // Some writers store the size as a float or a string.
+    if let Some(f) = v.as_f64()
+        && f >= 0.0
+        && f.fract() == 0.0
+        && f < 18_446_744_073_709_551_616.0
+    {
+        return Some(f as u64);
+    }
+    v.as_str().and_then(|s| s.trim().parse().ok())
+}
+
+/// A shard name must be a relative path inside the index's folder. The
+/// name is checked, not the resolved path: a Hugging Face snapshot's files
+/// are symlinks into `../../blobs/` and must open.
+fn check_shard_name(name: &str) -> Result<(), &'static str> {
+    if name.is_empty() {
+        return Err("is empty");
+    }
+    if name.contains('\0') {
+        return Err("contains a NUL byte");
+    }
+    if name.starts_with('/') || name.starts_with('\\') || name.as_bytes().get(1) == Some(&b':') {
+        return Err("is an absolute path");
+    }
+    if name.split(['/', '\\']).any(|part| part == "..") {
+        return Err("leaves the index's folder (`..`)");
+    }
+    if !name.ends_with(".safetensors") {
+        return Err("does not end in .safetensors");
+    }
+    Ok(())
+}
+
+fn format_warnings(file: &SafetensorsFile, shard: Option<&str>) -> Vec<Warning> {
+    file.header()
+        .warnings
+        .iter()
+        .map(|w| Warning {
+            kind: w.kind(),
+            message: match shard {
+                Some(s) => format!("shard {s:?}: {w}"),
+                None => w.to_string(),
+            },
+            tensor: w.tensor().map(str::to_owned),
+            shard: shard.map(str::to_owned),
+        })
+        .collect()
+}
+
+/// A folder opens as the index inside it, else its only safetensors file.
+fn resolve_folder(path: &Path) -> Result<PathBuf, LoadError> {
+    if !path.is_dir() {
+        return Ok(path.to_path_buf());
+    }
+    let io = |source: std::io::Error| LoadError::Io {
+        path: path.to_path_buf(),
+        source: source.into(),
+    };
+    let preferred = path.join(INDEX_FILE_NAME);
+    if preferred.is_file() {
+        return Ok(preferred);
+    }
+    let mut indexes = Vec::new();
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(path).map_err(io)? {
+        let entry = entry.map_err(io)?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.ends_with(".safetensors.index.json") {
+            indexes.push(entry.path());
+        } else if name.ends_with(".safetensors") {
+            files.push(entry.path());
+        }
+    }
+    indexes.sort();
+    files.sort();
+    match (indexes.as_slice(), files.as_slice()) {
+        ([one], _) | ([], [one]) => Ok(one.clone()),
+        ([], []) => Err(io(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "the folder holds no .safetensors file and no shard index",
+        ))),
+        ([], many) => Err(io(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "the folder holds {} .safetensors files and no shard index; open one of them",
+                many.len()
+            ),
+        ))),
+        (many, _) => Err(io(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "the folder holds {} shard indexes; open one of them",
+                many.len()
+            ),
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_shard_name;
+
+    #[test]
+    fn shard_names() {
+        assert!(check_shard_name("model-00001-of-00002.safetensors").is_ok());
+        assert!(check_shard_name("sub/dir/x.safetensors").is_ok());
+        assert!(check_shard_name("a..b.safetensors").is_ok());
+        for bad in [
+            "",
+            "/etc/x.safetensors",
+            "../x.safetensors",
+            "a/../../x.safetensors",
+            "a\\..\\x.safetensors",
+            "C:x.safetensors",
+            "x.bin",
+            "x\0.safetensors",
+        ] {
+            assert!(check_shard_name(bad).is_err(), "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,98 @@
+//! One safetensors file: mapped, validated, and sliced into zero-copy tensor
+//! views.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use super::LoadError;
+use super::error::FormatError;
+use super::map::Mapping;
+use super::parse::{Header, TensorInfo, parse};
+
+/// A validated safetensors file, mapped read-only.
+#[derive(Debug)]
+pub struct SafetensorsFile {
+    path: PathBuf,
+    map: Mapping,
+    header: Header,
+}
+
+impl SafetensorsFile {
+    /// Maps and validates the file at `path`. Only the header is read.
+    pub fn open(path: &Path) -> Result<Self, LoadError> {
+        let io = |source: std::io::Error| LoadError::Io {
+            path: path.to_path_buf(),
+            source: source.into(),
+        };
+        let file = File::open(path).map_err(io)?;
+        let meta = file.metadata().map_err(io)?;
+        if meta.is_dir() {
+            return Err(io(std::io::Error::new(
+                std::io::ErrorKind::IsADirectory,
+                "is a folder with no model.safetensors.index.json or .safetensors file",
+            )));
+        }
+        let map = Mapping::map(&file).map_err(io)?;
+        let header = parse(map.bytes()).map_err(|error| LoadError::Format {
+            path: path.to_path_buf(),
+            error,
+        })?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            map,
+            header,
+        })
+    }
+
+    /// Validates an in-memory file image (for tests and tools); the bytes
+    /// are kept by the caller, so this returns the header only.
+    pub fn parse_bytes(bytes: &[u8]) -> Result<Header, FormatError> {
+        parse(bytes)
+    }
+
+    /// The path the file was opened from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The validated header.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// Length of the file in bytes, when it was opened.
+    pub fn file_size(&self) -> u64 {
+        self.map.len() as u64
+    }
+
+    /// The raw bytes of a tensor: a slice of the mapping, no copy.
+    ///
+    /// `tensor` must come from this file's header; another tensor's offsets
+    /// give an empty slice rather than a panic.
+    pub fn tensor_bytes(&self, tensor: &TensorInfo) -> &[u8] {
+        let start = self.header.data_start();
+        let range = start
+            .checked_add(tensor.data_offsets[0])
+            .zip(start.checked_add(tensor.data_offsets[1]))
+            .and_then(|(b, e)| Some(usize::try_from(b).ok()?..usize::try_from(e).ok()?));
+        range.and_then(|r| self.map.get(r)).unwrap_or(&[])
+    }
+
+    /// Checks that the file still has the length it had when it was mapped:
+    /// reading a mapping of a truncated file would raise SIGBUS.
+    pub fn check_unchanged(&self) -> Result<(), LoadError> {
+        let now = std::fs::metadata(&self.path).map_err(|source| LoadError::Io {
+            path: self.path.clone(),
+            source: source.into(),
+        })?;
+        if now.len() == self.file_size() {
+            Ok(())
+        } else {
+            Err(LoadError::Changed {
+                path: self.path.clone(),
+                was: self.file_size(),
+                now: now.len(),
+            })
+        }
+    }
+}

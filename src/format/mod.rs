@@ -1,0 +1,185 @@
+//! The safetensors format: header types, the validating reader, sharded
+//! checkpoints, and their errors.
+//!
+//! [`parse`] reproduces the reference implementation's verdict on every
+//! input (FORMAT.md); [`Checkpoint::open`] opens a file, a shard index or a
+//! folder holding one.
+
+mod checkpoint;
+mod detect;
+mod error;
+mod file;
+mod map;
+mod parse;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+pub use checkpoint::{Checkpoint, CheckpointKind, INDEX_FILE_NAME, Shard, TensorRef, Warning};
+pub use detect::detect_foreign;
+pub use error::{ForeignFormat, FormatError, FormatWarning, OverflowStage};
+pub use file::SafetensorsFile;
+pub use parse::{Header, MAX_HEADER_SIZE, N_LEN, TensorInfo, parse};
+
+/// Why a checkpoint could not be opened.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum LoadError {
+    /// The file could not be read at all.
+    #[error("{source}: {}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The operating system's error.
+        source: Arc<std::io::Error>,
+    },
+    /// The file is not valid safetensors.
+    #[error("{error}: {}", path.display())]
+    Format {
+        /// The file.
+        path: PathBuf,
+        /// What check it failed.
+        error: FormatError,
+    },
+    /// The shard index is not a valid `model.safetensors.index.json`.
+    #[error("invalid shard index: {message}: {}", path.display())]
+    InvalidIndex {
+        /// The index file.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// A shard named by the index cannot be opened.
+    #[error("shard {shard:?} named by the index cannot be opened ({source}): {}", path.display())]
+    ShardMissing {
+        /// The shard's name in the index.
+        shard: String,
+        /// Where it was looked for.
+        path: PathBuf,
+        /// The operating system's error.
+        source: Arc<std::io::Error>,
+    },
+    /// A shard named by the index is not valid safetensors.
+    #[error("shard {shard:?} is invalid: {error}: {}", path.display())]
+    ShardInvalid {
+        /// The shard's name in the index.
+        shard: String,
+        /// The shard file.
+        path: PathBuf,
+        /// What check it failed.
+        error: FormatError,
+    },
+    /// The index maps a tensor to a shard that does not hold it.
+    #[error("the index maps tensor {tensor:?} to shard {shard:?}, which does not hold it{}: {}", found_in.as_ref().map(|s| format!(" (it is in {s:?})")).unwrap_or_default(), path.display())]
+    IndexMismatch {
+        /// The tensor.
+        tensor: String,
+        /// The shard the index names.
+        shard: String,
+        /// A shard that does hold it, if any.
+        found_in: Option<String>,
+        /// The index file.
+        path: PathBuf,
+    },
+    /// The file changed length since it was opened.
+    #[error("the file changed since it was opened ({was} bytes, now {now}); reopen it: {}", path.display())]
+    Changed {
+        /// The file.
+        path: PathBuf,
+        /// Its length when opened.
+        was: u64,
+        /// Its length now.
+        now: u64,
+    },
+}
+
+impl LoadError {
+    /// A stable kind for JSON output: the reference's kind for a format
+    /// error, otherwise the variant name.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            LoadError::Io { .. } => "Io",
+            LoadError::Format { error, .. } => error.kind(),
+            LoadError::InvalidIndex { .. } => "InvalidIndex",
+            LoadError::ShardMissing { .. } => "ShardMissing",
+            LoadError::ShardInvalid { .. } => "ShardInvalid",
+            LoadError::IndexMismatch { .. } => "IndexMismatch",
+            LoadError::Changed { .. } => "Changed",
+        }
+    }
+
+    /// True when the error says the input is invalid, as opposed to an I/O
+    /// failure that says nothing about validity (`validate` exits 1 for the
+    /// former, 2 for the latter).
+    pub fn is_verdict(&self) -> bool {
+        !matches!(self, LoadError::Io { .. } | LoadError::Changed { .. })
+    }
+
+    /// The path most relevant to the error.
+    pub fn path(&self) -> &std::path::Path {
+        match self {
+            LoadError::Io { path, .. }
+            | LoadError::Format { path, .. }
+            | LoadError::InvalidIndex { path, .. }
+            | LoadError::ShardMissing { path, .. }
+            | LoadError::ShardInvalid { path, .. }
+            | LoadError::IndexMismatch { path, .. }
+            | LoadError::Changed { path, .. } => path,
+        }
+    }
+
+    /// The format error behind this error, if any.
+    pub fn format_error(&self) -> Option<&FormatError> {
+        match self {
+            LoadError::Format { error, .. } | LoadError::ShardInvalid { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+
+    /// The tensor the error is about, if any.
+    pub fn tensor(&self) -> Option<&str> {
+        match self {
+            LoadError::IndexMismatch { tensor, .. } => Some(tensor),
+            other => other.format_error().and_then(FormatError::tensor),
+        }
+    }
+
+    /// The shard the error is about, if any.
+    pub fn shard(&self) -> Option<&str> {
+        match self {
+            LoadError::ShardMissing { shard, .. }
+            | LoadError::ShardInvalid { shard, .. }
+            | LoadError::IndexMismatch { shard, .. } => Some(shard),
+            _ => None,
+        }
+    }
+
+    /// The message without the path (which [`LoadError::path`] gives).
+    pub fn message(&self) -> String {
+        match self {
+            LoadError::Io { source, .. } => source.to_string(),
+            LoadError::Format { error, .. } => error.to_string(),
+            LoadError::InvalidIndex { message, .. } => format!("invalid shard index: {message}"),
+            LoadError::ShardMissing { shard, source, .. } => {
+                format!("shard {shard:?} named by the index cannot be opened ({source})")
+            }
+            LoadError::ShardInvalid { shard, error, .. } => {
+                format!("shard {shard:?} is invalid: {} ({error})", error.kind())
+            }
+            LoadError::IndexMismatch {
+                tensor,
+                shard,
+                found_in,
+                ..
+            } => format!(
+                "the index maps tensor {tensor:?} to shard {shard:?}, which does not hold it{}",
+                found_in
+                    .as_ref()
+                    .map(|s| format!(" (it is in {s:?})"))
+                    .unwrap_or_default()
+            ),
+            LoadError::Changed { was, now, .. } => {
+                format!("the file changed since it was opened ({was} bytes, now {now}); reopen it")
+            }
+        }
+    }
+}

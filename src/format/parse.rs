@@ -1,0 +1,819 @@
+//! Parsing and validating a safetensors header: the reference's twelve checks,
+//! in its order, with a JSON visitor that reproduces what serde's derived
+//! parsing accepts while also finding duplicates.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+use super::detect::detect_foreign;
+use super::error::{FormatError, FormatWarning, OverflowStage};
+use crate::dtype::Dtype;
+
+/// Length of the little-endian header size that starts every file.
+pub const N_LEN: u64 = 8;
+
+/// The largest header the reference accepts.
+pub const MAX_HEADER_SIZE: u64 = 100_000_000;
+
+/// One validated tensor entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TensorInfo {
+    /// The name (after JSON unescaping; may be empty or hold any character).
+    pub name: String,
+    /// The element type.
+    pub dtype: Dtype,
+    /// Dimensions; empty for a scalar.
+    pub shape: Vec<u64>,
+    /// Byte range relative to the start of the data buffer: `[begin, end)`.
+    pub data_offsets: [u64; 2],
+    /// Number of elements (1 for a scalar, 0 when a dimension is 0).
+    pub numel: u64,
+    /// Size of the data in bytes (`end - begin`).
+    pub nbytes: u64,
+}
+
+/// A parsed and validated header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Header {
+    /// N: the header length in bytes, as stored in bytes 0..8.
+    pub header_size: u64,
+    /// The `__metadata__` object; `None` when absent or `null`.
+    pub metadata: Option<BTreeMap<String, String>>,
+    /// Every tensor, in offset order (ties broken by name).
+    pub tensors: Vec<TensorInfo>,
+    /// Quirks the reference accepts, in the order they were found.
+    pub warnings: Vec<FormatWarning>,
+}
+
+impl Header {
+    /// File offset where the data buffer starts (8 + N).
+    pub fn data_start(&self) -> u64 {
+        N_LEN + self.header_size
+    }
+
+    /// End of the data buffer relative to its start (the last tensor's end).
+    pub fn data_len(&self) -> u64 {
+        self.tensors.last().map_or(0, |t| t.data_offsets[1])
+    }
+
+    /// Looks a tensor up by name.
+    pub fn tensor(&self, name: &str) -> Option<&TensorInfo> {
+        self.tensors.iter().find(|t| t.name == name)
+    }
+}
+
+/// Parses and validates the whole file image `file` (header and data), the
+/// way the reference's `SafeTensors::read_metadata` does.
+///
+/// Only the first `8 + N` bytes are read; the data buffer is checked by
+/// length alone, so a mapped multi-gigabyte file is not paged in.
+pub fn parse(file: &[u8]) -> Result<Header, FormatError> {
+    let file_size = file.len() as u64;
+    // Check 1.
+    let Some(len_bytes) = file.get(..8) else {
+        return Err(FormatError::HeaderTooSmall { file_size });
+    };
+    let mut n_bytes = [0u8; 8];
+    n_bytes.copy_from_slice(len_bytes);
+    let header_size = u64::from_le_bytes(n_bytes);
+    let detected = || detect_foreign(file);
+    // Checks 2 and 3: N must fit in usize and be at most the limit, checked
+    // before N is compared with the file.
+    if usize::try_from(header_size).is_err() || header_size > MAX_HEADER_SIZE {
+        return Err(FormatError::HeaderTooLarge {
+            header_size,
+            detected: detected(),
+        });
+    }
+    // Check 4.
+    let header_end = N_LEN + header_size;
+    let Some(header_bytes) = usize::try_from(header_end)
+        .ok()
+        .and_then(|end| file.get(8..end))
+    else {
+        return Err(FormatError::InvalidHeaderLength {
+            header_size,
+            file_size,
+            detected: detected(),
+        });
+    };
+    // The header is copied (it is at most 100 MB) so that another program
+    // writing to the mapped file cannot change it between the UTF-8 check
+    // and the JSON parse.
+    let header_bytes = header_bytes.to_vec();
+    // Check 5.
+    let text = match String::from_utf8(header_bytes) {
+        Ok(text) => text,
+        Err(e) => {
+            return Err(FormatError::InvalidHeader {
+                byte_offset: N_LEN + e.utf8_error().valid_up_to() as u64,
+                detected: detected(),
+            });
+        }
+    };
+    // Check 6.
+    let raw = parse_json(&text).map_err(|e| json_error(&text, &e, detected()))?;
+    // Checks 7-11.
+    let (tensors, data_end) = validate(raw.entries)?;
+    // Check 12.
+    let complete = data_end
+        .checked_add(N_LEN)
+        .and_then(|v| v.checked_add(header_size))
+        == Some(file_size);
+    if !complete {
+        return Err(FormatError::MetadataIncompleteBuffer {
+            header_size,
+            data_end,
+            file_size,
+        });
+    }
+    Ok(Header {
+        header_size,
+        metadata: raw.metadata,
+        tensors,
+        warnings: raw.warnings,
+    })
+}
+
+fn json_error(
+    text: &str,
+    e: &serde_json::Error,
+    detected: Option<crate::format::ForeignFormat>,
+) -> FormatError {
+    let (line, column) = (e.line(), e.column());
+    let position = byte_position(text, line, column);
+    // serde_json appends " at line L column C"; the error carries them apart.
+    let mut message = e.to_string();
+    if let Some(cut) = message.rfind(" at line ") {
+        message.truncate(cut);
+    }
+    FormatError::InvalidHeaderDeserialization {
+        message,
+        line,
+        column,
+        byte_offset: N_LEN + position as u64,
+        detected,
+    }
+}
+
+/// Converts serde_json's 1-based line and byte column to a byte position.
+fn byte_position(text: &str, line: usize, column: usize) -> usize {
+    let bytes = text.as_bytes();
+    let mut start = 0usize;
+    if line > 1 {
+        let mut seen = 1usize;
+        for (i, b) in bytes.iter().enumerate() {
+            if *b == b'\n' {
+                seen += 1;
+                if seen == line {
+                    start = i + 1;
+                    break;
+                }
+            }
+        }
+    }
+    start
+        .saturating_add(column.saturating_sub(1))
+        .min(bytes.len())
+}
+
+/// A tensor entry as written, before the offset checks.
+struct RawEntry {
+    name: String,
+    dtype: Dtype,
+    shape: Vec<u64>,
+    data_offsets: [u64; 2],
+}
+
+struct RawHeader {
+    metadata: Option<BTreeMap<String, String>>,
+    entries: Vec<RawEntry>,
+    warnings: Vec<FormatWarning>,
+}
+
+fn parse_json(text: &str) -> Result<RawHeader, serde_json::Error> {
+    let mut warnings = Vec::new();
+    let leading = text
+        .bytes()
+        .take_while(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+        .count();
+    if leading > 0 && leading < text.len() {
+        warnings.push(FormatWarning::LeadingWhitespace { bytes: leading });
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    let raw = de.deserialize_map(TopVisitor {
+        warnings: &mut warnings,
+    })?;
+    de.end()?;
+    let (metadata, entries) = raw;
+    Ok(RawHeader {
+        metadata,
+        entries,
+        warnings,
+    })
+}
+
+type TopValue = (Option<BTreeMap<String, String>>, Vec<RawEntry>);
+
+struct TopVisitor<'w> {
+    warnings: &'w mut Vec<FormatWarning>,
+}
+
+impl<'de> Visitor<'de> for TopVisitor<'_> {
+    type Value = TopValue;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON object of tensor entries")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TopValue, A::Error> {
+        let mut metadata: Option<Option<BTreeMap<String, String>>> = None;
+        let mut entries: Vec<RawEntry> = Vec::new();
+        let mut by_name: HashMap<String, usize> = HashMap::new();
+        let mut duplicates: BTreeMap<String, usize> = BTreeMap::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "__metadata__" {
+                if metadata.is_some() {
+                    return Err(de::Error::duplicate_field("__metadata__"));
+                }
+                metadata = Some(map.next_value_seed(MetadataSeed {
+                    warnings: self.warnings,
+                })?);
+                continue;
+            }
+            let entry = map.next_value_seed(EntrySeed {
+                name: &key,
+                warnings: self.warnings,
+            })?;
+            if let Some(&at) = by_name.get(&key) {
+                *duplicates.entry(key.clone()).or_insert(1) += 1;
+                if let Some(slot) = entries.get_mut(at) {
+                    slot.dtype = entry.0;
+                    slot.shape = entry.1;
+                    slot.data_offsets = entry.2;
+                }
+            } else {
+                by_name.insert(key.clone(), entries.len());
+                entries.push(RawEntry {
+                    name: key,
+                    dtype: entry.0,
+                    shape: entry.1,
+                    data_offsets: entry.2,
+                });
+            }
+        }
+        for (name, count) in duplicates {
+            self.warnings
+                .push(FormatWarning::DuplicateTensor { name, count });
+        }
+        Ok((metadata.flatten(), entries))
+    }
+}
+
+struct MetadataSeed<'w> {
+    warnings: &'w mut Vec<FormatWarning>,
+}
+
+impl<'de> DeserializeSeed<'de> for MetadataSeed<'_> {
+    type Value = Option<BTreeMap<String, String>>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_option(self)
+    }
+}
+
+impl<'de> Visitor<'de> for MetadataSeed<'_> {
+    type Value = Option<BTreeMap<String, String>>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("__metadata__ as an object of strings, or null")
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(MetadataMapVisitor {
+            warnings: self.warnings,
+        })
+        .map(Some)
+    }
+}
+
+struct MetadataMapVisitor<'w> {
+    warnings: &'w mut Vec<FormatWarning>,
+}
+
+impl<'de> Visitor<'de> for MetadataMapVisitor<'_> {
+    type Value = BTreeMap<String, String>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("__metadata__ as an object of strings")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut out = BTreeMap::new();
+        let mut reported: Vec<String> = Vec::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let value: String = map.next_value()?;
+            if out.contains_key(&key) && !reported.contains(&key) {
+                reported.push(key.clone());
+            }
+            out.insert(key, value);
+        }
+        for key in reported {
+            self.warnings
+                .push(FormatWarning::DuplicateMetadataKey { key });
+        }
+        Ok(out)
+    }
+}
+
+type EntryValue = (Dtype, Vec<u64>, [u64; 2]);
+
+struct EntrySeed<'a, 'w> {
+    name: &'a str,
+    warnings: &'w mut Vec<FormatWarning>,
+}
+
+impl<'de> DeserializeSeed<'de> for EntrySeed<'_, '_> {
+    type Value = EntryValue;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for EntrySeed<'_, '_> {
+    type Value = EntryValue;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("struct TensorInfo")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<EntryValue, A::Error> {
+        let mut dtype: Option<(Dtype, bool)> = None;
+        let mut shape: Option<Vec<u64>> = None;
+        let mut offsets: Option<(u64, u64)> = None;
+        let mut unknown: Vec<String> = Vec::new();
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "dtype" => {
+                    if dtype.is_some() {
+                        return Err(de::Error::duplicate_field("dtype"));
+                    }
+                    dtype = Some(map.next_value_seed(DtypeSeed)?);
+                }
+                "shape" => {
+                    if shape.is_some() {
+                        return Err(de::Error::duplicate_field("shape"));
+                    }
+                    shape = Some(map.next_value()?);
+                }
+                "data_offsets" => {
+                    if offsets.is_some() {
+                        return Err(de::Error::duplicate_field("data_offsets"));
+                    }
+                    offsets = Some(map.next_value()?);
+                }
+                _ => {
+                    map.next_value_seed(DepthCountingIgnore)?;
+                    unknown.push(key);
+                }
+            }
+        }
+        let (dtype, as_object) = dtype.ok_or_else(|| de::Error::missing_field("dtype"))?;
+        let shape = shape.ok_or_else(|| de::Error::missing_field("shape"))?;
+        let (begin, end) = offsets.ok_or_else(|| de::Error::missing_field("data_offsets"))?;
+        if as_object {
+            self.warnings.push(FormatWarning::DtypeAsObject {
+                name: self.name.to_owned(),
+            });
+        }
+        if !unknown.is_empty() {
+            self.warnings.push(FormatWarning::UnknownFields {
+                name: self.name.to_owned(),
+                fields: unknown,
+            });
+        }
+        Ok((dtype, shape, [begin, end]))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<EntryValue, A::Error> {
+        let (dtype, as_object) = seq
+            .next_element_seed(DtypeSeed)?
+            .ok_or_else(|| de::Error::invalid_length(0, &"struct TensorInfo with 3 elements"))?;
+        let shape: Vec<u64> = seq
+            .next_element()?
+            .ok_or_else(|| de::Error::invalid_length(1, &"struct TensorInfo with 3 elements"))?;
+        let (begin, end): (u64, u64) = seq
+            .next_element()?
+            .ok_or_else(|| de::Error::invalid_length(2, &"struct TensorInfo with 3 elements"))?;
+        let mut extra = 0usize;
+        while seq.next_element_seed(DepthCountingIgnore)?.is_some() {
+            extra += 1;
+        }
+        if extra > 0 {
+            return Err(de::Error::invalid_length(
+                3 + extra,
+                &"struct TensorInfo with 3 elements",
+            ));
+        }
+        self.warnings.push(FormatWarning::TensorAsArray {
+            name: self.name.to_owned(),
+        });
+        if as_object {
+            self.warnings.push(FormatWarning::DtypeAsObject {
+                name: self.name.to_owned(),
+            });
+        }
+        Ok((dtype, shape, [begin, end]))
+    }
+}
+
+/// Parses a dtype: a string, or (as serde's enum encoding allows) a one-key
+/// object whose value is `null`. The flag says which form was used.
+struct DtypeSeed;
+
+impl<'de> DeserializeSeed<'de> for DtypeSeed {
+    type Value = (Dtype, bool);
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+fn dtype_from<E: de::Error>(name: &str) -> Result<Dtype, E> {
+    Dtype::from_name(name).ok_or_else(|| de::Error::unknown_variant(name, DTYPE_NAMES))
+}
+
+const DTYPE_NAMES: &[&str] = &[
+    "BOOL",
+    "F4",
+    "F6_E2M3",
+    "F6_E3M2",
+    "U8",
+    "I8",
+    "F8_E5M2",
+    "F8_E4M3",
+    "F8_E8M0",
+    "F8_E4M3FNUZ",
+    "F8_E5M2FNUZ",
+    "I16",
+    "U16",
+    "F16",
+    "BF16",
+    "I32",
+    "U32",
+    "F32",
+    "C64",
+    "F64",
+    "I64",
+    "U64",
+];
+
+impl<'de> Visitor<'de> for DtypeSeed {
+    type Value = (Dtype, bool);
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a dtype string such as \"F32\"")
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        dtype_from(v).map(|d| (d, false))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let single = "map with a single key";
+        let Some(key) = map.next_key::<String>()? else {
+            return Err(de::Error::invalid_value(de::Unexpected::Map, &single));
+        };
+        // The reference buffers the whole value before matching the variant,
+        // so the value must be read (and be `null`) before a second key fails.
+        let unit: Option<UnitOnly> = map.next_value()?;
+        if map.next_key::<IgnoredAny>()?.is_some() {
+            return Err(de::Error::invalid_value(de::Unexpected::Map, &single));
+        }
+        let _ = unit;
+        dtype_from(&key).map(|d| (d, true))
+    }
+}
+
+/// Accepts only JSON `null`, as a unit variant's value must be.
+struct UnitOnly;
+
+impl<'de> de::Deserialize<'de> for UnitOnly {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(UnitVisitor)
+    }
+}
+
+struct UnitVisitor;
+
+impl Visitor<'_> for UnitVisitor {
+    type Value = UnitOnly;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("unit variant")
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<UnitOnly, E> {
+        Ok(UnitOnly)
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<UnitOnly, E> {
+        Ok(UnitOnly)
+    }
+}
+
+/// Skips any JSON value through `deserialize_any`, so that serde_json's
+/// nesting limit applies inside ignored fields as it does in the reference
+/// (which buffers every value); serde_json's own `IgnoredAny` has no limit.
+struct DepthCountingIgnore;
+
+impl<'de> DeserializeSeed<'de> for DepthCountingIgnore {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for DepthCountingIgnore {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_none<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(DepthCountingIgnore)?.is_some() {}
+        Ok(())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while map.next_key_seed(DepthCountingIgnore)?.is_some() {
+            map.next_value_seed(DepthCountingIgnore)?;
+        }
+        Ok(())
+    }
+}
+
+/// Checks 7-11 over the entries sorted by offsets (ties by name, so the
+/// verdict is deterministic where the reference's is not). Returns the
+/// tensors in that order and the end of the last one.
+fn validate(mut entries: Vec<RawEntry>) -> Result<(Vec<TensorInfo>, u64), FormatError> {
+    entries.sort_by(|a, b| {
+        a.data_offsets
+            .cmp(&b.data_offsets)
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    let mut start = 0u64;
+    let mut tensors = Vec::with_capacity(entries.len());
+    for entry in entries {
+        let [begin, end] = entry.data_offsets;
+        // Check 7.
+        if begin != start || end < begin {
+            return Err(FormatError::InvalidOffset {
+                tensor: entry.name,
+                data_offsets: entry.data_offsets,
+                expected_begin: start,
+            });
+        }
+        start = end;
+        // Check 8: left to right, as the reference multiplies.
+        let Some(numel) = entry
+            .shape
+            .iter()
+            .try_fold(1u64, |acc, &d| acc.checked_mul(d))
+        else {
+            return Err(FormatError::ValidationOverflow {
+                tensor: entry.name,
+                dtype: entry.dtype,
+                shape: entry.shape,
+                stage: OverflowStage::Elements,
+            });
+        };
+        // Check 9.
+        let Some(bits) = numel.checked_mul(u64::from(entry.dtype.bits())) else {
+            return Err(FormatError::ValidationOverflow {
+                tensor: entry.name,
+                dtype: entry.dtype,
+                shape: entry.shape,
+                stage: OverflowStage::Bits,
+            });
+        };
+        // Check 10.
+        if bits % 8 != 0 {
+            return Err(FormatError::MisalignedSlice {
+                tensor: entry.name,
+                dtype: entry.dtype,
+                elements: numel,
+                bits,
+            });
+        }
+        // Check 11.
+        let nbytes = bits / 8;
+        let span = end - begin;
+        if span != nbytes {
+            return Err(FormatError::TensorInvalidInfo {
+                tensor: entry.name,
+                dtype: entry.dtype,
+                shape: entry.shape,
+                data_offsets: entry.data_offsets,
+                expected_bytes: nbytes,
+                found_bytes: span,
+            });
+        }
+        tensors.push(TensorInfo {
+            name: entry.name,
+            dtype: entry.dtype,
+            shape: entry.shape,
+            data_offsets: entry.data_offsets,
+            numel,
+            nbytes,
+        });
+    }
+    Ok((tensors, start))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(header: &str, data_len: usize) -> Vec<u8> {
+        let mut out = (header.len() as u64).to_le_bytes().to_vec();
+        out.extend_from_slice(header.as_bytes());
+        out.resize(out.len() + data_len, 0);
+        out
+    }
+
+    #[test]
+    fn parses_a_minimal_file() {
+        let h = parse(&file(
+            r#"{"__metadata__":{"format":"pt"},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]},"a":{"dtype":"U8","shape":[],"data_offsets":[0,4]}}"#,
+            12,
+        ));
+        let err = h.expect_err("a: scalar U8 is 1 byte, not 4");
+        assert_eq!(err.kind(), "TensorInvalidInfo");
+        let h = parse(&file(
+            r#"{"__metadata__":{"format":"pt"},"b":{"dtype":"F32","shape":[2],"data_offsets":[1,9]},"a":{"dtype":"U8","shape":[],"data_offsets":[0,1]}}"#,
+            9,
+        ))
+        .expect("valid");
+        assert_eq!(h.tensors[0].name, "a");
+        assert_eq!(h.tensors[1].numel, 2);
+        assert_eq!(
+            h.metadata
+                .as_ref()
+                .and_then(|m| m.get("format"))
+                .map(String::as_str),
+            Some("pt")
+        );
+        assert!(h.warnings.is_empty());
+    }
+
+    #[test]
+    fn empty_object_is_valid() {
+        let h = parse(&file("{}", 0)).expect("valid");
+        assert!(h.tensors.is_empty());
+        assert_eq!(h.metadata, None);
+        assert_eq!(
+            parse(&file("{}", 1)).expect_err("trailing").kind(),
+            "MetadataIncompleteBuffer"
+        );
+    }
+
+    #[test]
+    fn json_error_positions_are_file_offsets() {
+        let err = parse(&file("{\"a\": x}", 0)).expect_err("bad json");
+        match err {
+            FormatError::InvalidHeaderDeserialization {
+                byte_offset, line, ..
+            } => {
+                assert_eq!(line, 1);
+                assert_eq!(byte_offset, 8 + 6);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn quirks_are_accepted_with_warnings() {
+        let h = parse(&file(
+            r#"  {"__metadata__":{"k":"1","k":"2"},"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"\u0061":["U8",[1],[0,1]],"z":{"dtype":{"U8":null},"shape":[0],"data_offsets":[1,1],"extra":[[1]]}}"#,
+            1,
+        ))
+        .expect("valid");
+        let kinds: Vec<&str> = h.warnings.iter().map(FormatWarning::kind).collect();
+        for k in [
+            "LeadingWhitespace",
+            "DuplicateMetadataKey",
+            "DuplicateTensor",
+            "TensorAsArray",
+            "DtypeAsObject",
+            "UnknownFields",
+        ] {
+            assert!(kinds.contains(&k), "{k} missing from {kinds:?}");
+        }
+        assert_eq!(
+            h.metadata
+                .as_ref()
+                .and_then(|m| m.get("k"))
+                .map(String::as_str),
+            Some("2")
+        );
+        assert_eq!(h.tensors.len(), 2);
+    }
+
+    #[test]
+    fn dtype_object_must_hold_null() {
+        for (dtype, ok) in [
+            (r#"{"U8":null}"#, true),
+            (r#"{"U8":{}}"#, false),
+            (r#"{"U8":[]}"#, false),
+            ("{}", false),
+            (r#"{"U8":null,"I8":null}"#, false),
+            (r#"{"u8":null}"#, false),
+        ] {
+            let header = format!(r#"{{"a":{{"dtype":{dtype},"shape":[1],"data_offsets":[0,1]}}}}"#);
+            assert_eq!(parse(&file(&header, 1)).is_ok(), ok, "{dtype}");
+        }
+    }
+
+    #[test]
+    fn nesting_limit_applies_inside_ignored_fields() {
+        let deep = |levels: usize| {
+            // The top object and the entry object are two levels.
+            let inner = "[".repeat(levels - 2) + &"]".repeat(levels - 2);
+            format!(r#"{{"a":{{"dtype":"U8","shape":[1],"data_offsets":[0,1],"x":{inner}}}}}"#)
+        };
+        assert!(parse(&file(&deep(127), 1)).is_ok());
+        assert_eq!(
+            parse(&file(&deep(128), 1)).expect_err("too deep").kind(),
+            "InvalidHeaderDeserialization"
+        );
+    }
+
+    #[test]
+    fn overflow_depends_on_dimension_order() {
+        let h = format!(
+            r#"{{"a":{{"dtype":"F32","shape":[0,{},4],"data_offsets":[0,0]}}}}"#,
+            1u64 << 63
+        );
+        assert!(parse(&file(&h, 0)).is_ok());
+        let h = format!(
+            r#"{{"a":{{"dtype":"F32","shape":[{},4,0],"data_offsets":[0,0]}}}}"#,
+            1u64 << 63
+        );
+        assert_eq!(
+            parse(&file(&h, 0)).expect_err("overflow").kind(),
+            "ValidationOverflow"
+        );
+    }
+
+    #[test]
+    fn ends_near_u64_max_do_not_overflow() {
+        // Eight tensors of 2^61 - 1 bytes (about the most one tensor can
+        // have: its size in bits must fit 64 bits) end at 2^64 - 8; adding
+        // the header to that end overflows.
+        let chunk = (1u64 << 61) - 1;
+        let mut entries = Vec::new();
+        for i in 0..8u64 {
+            let end = (i + 1) * chunk;
+            let len = chunk;
+            entries.push(format!(
+                r#""t{i}":{{"dtype":"U8","shape":[{len}],"data_offsets":[{},{end}]}}"#,
+                i * chunk
+            ));
+        }
+        let h = format!("{{{}}}", entries.join(","));
+        assert_eq!(
+            parse(&file(&h, 0)).expect_err("buffer").kind(),
+            "MetadataIncompleteBuffer"
+        );
+    }
+}

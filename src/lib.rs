@@ -1,0 +1,13 @@
+//! Tensorscope: a fast, safe explorer for safetensors checkpoints.
+//!
+//! The library is the whole engine: [`format`] reads and validates files
+//! (zero-copy, memory-mapped), [`dtype`] decodes every element type
+//! bit-exactly, and [`cli`] implements the scriptable command line. The
+//! desktop explorer and the command line are thin layers over these.
+
+pub mod cli;
+pub mod dtype;
+pub mod format;
+
+pub use dtype::Dtype;
+pub use format::{Checkpoint, FormatError, Header, LoadError, SafetensorsFile, TensorInfo};

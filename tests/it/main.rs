@@ -1,0 +1,9 @@
+//! Integration tests: one binary, one module per area.
+
+mod cli;
+mod fixtures;
+mod hostile;
+mod kinds;
+mod oracle;
+mod props;
+mod shards;

@@ -6,8 +6,13 @@
 //! desktop explorer and the command line are thin layers over these.
 
 pub mod cli;
+pub mod demo;
+pub mod desktop;
 pub mod dtype;
 pub mod format;
+pub mod heatmap;
+pub mod jobs;
+pub mod ui;
 
 pub use dtype::Dtype;
 pub use format::{Checkpoint, FormatError, Header, LoadError, SafetensorsFile, TensorInfo};

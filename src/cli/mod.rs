@@ -38,6 +38,10 @@ pub struct Cli {
     /// Open a built-in demo checkpoint with every dtype.
     #[arg(long)]
     pub demo: bool,
+    /// Install the desktop entry, MIME type and icon for the current user,
+    /// so a double-click on a .safetensors file opens Tensorscope.
+    #[arg(long)]
+    pub install_desktop: bool,
 }
 
 /// The headless verbs.
@@ -90,11 +94,35 @@ where
     match cli.command {
         Some(Verb::Info(a)) => info::run(&a, &mut out),
         Some(Verb::Validate(a)) => validate::run(&a, &mut out),
-        None => {
-            eprintln!(
-                "tensorscope: the desktop explorer is not part of this build yet; \
-                 use a verb (tensorscope --help)"
+        None if cli.install_desktop => install_desktop(),
+        None => crate::ui::run(cli.files, cli.demo),
+    }
+}
+
+fn install_desktop() -> i32 {
+    let exe = match std::env::current_exe().and_then(std::fs::canonicalize) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("tensorscope: cannot find this program's path: {e}");
+            return EXIT_ERROR;
+        }
+    };
+    match crate::desktop::install(&exe) {
+        Ok(report) => {
+            for p in &report.written {
+                println!("wrote {}", p.display());
+            }
+            for s in &report.steps {
+                println!("{s}");
+            }
+            println!(
+                "Tensorscope ({}) now opens .safetensors files for this user.",
+                exe.display()
             );
+            EXIT_OK
+        }
+        Err(e) => {
+            eprintln!("tensorscope: cannot install the desktop entry: {e}");
             EXIT_ERROR
         }
     }

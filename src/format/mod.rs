@@ -11,6 +11,7 @@ mod error;
 mod file;
 mod map;
 mod parse;
+pub mod write;
 
 use std::path::PathBuf;
 use std::sync::Arc;

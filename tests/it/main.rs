@@ -7,3 +7,4 @@ mod kinds;
 mod oracle;
 mod props;
 mod shards;
+mod ui;

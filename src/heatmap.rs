@@ -1,0 +1,342 @@
+//! Downsampled 2-D views of tensors for the heatmap: choose two axes of an
+//! N-D tensor, fix the others, and pool blocks of elements into at most
+//! `max_side × max_side` cells by max-|x| or mean.
+
+use crate::dtype::Dtype;
+use crate::dtype::decode::{BitOrder, decode_c64, decode_f64};
+use crate::jobs::{CancelToken, Cancelled, Progress};
+
+/// How a block of elements becomes one cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Pooling {
+    /// The element of largest magnitude (keeps outliers visible).
+    #[default]
+    MaxAbs,
+    /// The mean of the finite elements.
+    Mean,
+}
+
+/// What to draw.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct HeatmapRequest {
+    /// Axis shown vertically.
+    pub row_axis: usize,
+    /// Axis shown horizontally.
+    pub col_axis: usize,
+    /// Index of every other axis (entries for the two shown axes are ignored).
+    pub fixed: Vec<u64>,
+    /// Pooling.
+    pub pooling: Pooling,
+    /// Largest number of cells per side.
+    pub max_side: usize,
+    /// F6 bit order.
+    pub order: BitOrder,
+}
+
+/// A computed heatmap.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Heatmap {
+    /// Cells per row.
+    pub width: usize,
+    /// Rows of cells.
+    pub height: usize,
+    /// Row-major cell values; NaN where a cell holds no finite value.
+    pub cells: Vec<f64>,
+    /// Cells holding a NaN or Inf element.
+    pub non_finite: Vec<bool>,
+    /// Smallest finite cell value.
+    pub min: Option<f64>,
+    /// Largest finite cell value.
+    pub max: Option<f64>,
+    /// Tensor rows (along `row_axis`).
+    pub rows: u64,
+    /// Tensor columns (along `col_axis`).
+    pub cols: u64,
+}
+
+/// Why a heatmap cannot be drawn.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HeatmapError {
+    /// The request names an axis the tensor does not have.
+    #[error("axis {0} is out of range for a {1}-D tensor")]
+    BadAxis(usize, usize),
+    /// A fixed index is out of range.
+    #[error("index {index} is out of range for axis {axis} of size {size}")]
+    BadIndex {
+        /// The axis.
+        axis: usize,
+        /// The index given.
+        index: u64,
+        /// The axis size.
+        size: u64,
+    },
+    /// The tensor has no elements.
+    #[error("the tensor has no elements")]
+    Empty,
+    /// Cancelled.
+    #[error("cancelled")]
+    Cancelled,
+}
+
+impl From<Cancelled> for HeatmapError {
+    fn from(_: Cancelled) -> Self {
+        HeatmapError::Cancelled
+    }
+}
+
+/// Computes a heatmap of `bytes` (a tensor of `dtype` and `shape`). A 1-D
+/// tensor is one row; a scalar one cell. Progress counts elements.
+pub fn compute(
+    dtype: Dtype,
+    shape: &[u64],
+    bytes: &[u8],
+    req: &HeatmapRequest,
+    cancel: &CancelToken,
+    progress: &Progress,
+) -> Result<Heatmap, HeatmapError> {
+    // Treat scalars and vectors as 2-D.
+    let (shape2, ra, ca, fixed): (Vec<u64>, usize, usize, Vec<u64>) = match shape.len() {
+        0 => (vec![1, 1], 0, 1, vec![0, 0]),
+        1 => (vec![1, shape[0]], 0, 1, vec![0, 0]),
+        n => {
+            if req.row_axis >= n || req.col_axis >= n || req.row_axis == req.col_axis {
+                return Err(HeatmapError::BadAxis(req.row_axis.max(req.col_axis), n));
+            }
+            let mut fixed = req.fixed.clone();
+            fixed.resize(n, 0);
+            (shape.to_vec(), req.row_axis, req.col_axis, fixed)
+        }
+    };
+    if shape2.contains(&0) {
+        return Err(HeatmapError::Empty);
+    }
+    // Row-major strides; the shape was validated, so the products fit.
+    let mut strides = vec![1u64; shape2.len()];
+    for i in (0..shape2.len().saturating_sub(1)).rev() {
+        strides[i] = strides[i + 1].saturating_mul(shape2[i + 1]);
+    }
+    let mut base = 0u64;
+    for (axis, (&idx, &size)) in fixed.iter().zip(&shape2).enumerate() {
+        if axis == ra || axis == ca {
+            continue;
+        }
+        if idx >= size {
+            return Err(HeatmapError::BadIndex {
+                axis,
+                index: idx,
+                size,
+            });
+        }
+        base = base.saturating_add(idx.saturating_mul(strides[axis]));
+    }
+    let rows = shape2[ra];
+    let cols = shape2[ca];
+    let side = req.max_side.max(1) as u64;
+    let height = rows.min(side) as usize;
+    let width = cols.min(side) as usize;
+    let cells_n = width * height;
+    let mut sum = vec![0f64; cells_n];
+    let mut count = vec![0u32; cells_n];
+    let mut best = vec![f64::NAN; cells_n];
+    let mut non_finite = vec![false; cells_n];
+    progress.set_total(rows.saturating_mul(cols));
+    let col_bin: Vec<usize> = if cols <= 1 << 24 {
+        (0..cols)
+            .map(|c| (c as u128 * width as u128 / cols as u128) as usize)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let bin_of_col = |c: u64| -> usize {
+        col_bin
+            .get(c as usize)
+            .copied()
+            .unwrap_or_else(|| (c as u128 * width as u128 / cols as u128) as usize)
+    };
+    let mut buf = vec![0f64; 4096];
+    let mut im = vec![0f64; 4096];
+    let contiguous = strides[ca] == 1;
+    for r in 0..rows {
+        cancel.check()?;
+        let row_bin = (r as u128 * height as u128 / rows as u128) as usize;
+        let row_base = base.saturating_add(r.saturating_mul(strides[ra]));
+        let mut c = 0u64;
+        while c < cols {
+            let n = if contiguous {
+                (cols - c).min(buf.len() as u64) as usize
+            } else {
+                1
+            };
+            let first = row_base.saturating_add(c.saturating_mul(strides[ca]));
+            let got = if dtype == Dtype::C64 {
+                let got = decode_c64(bytes, first, &mut buf[..n], &mut im[..n]);
+                for (re, im) in buf[..got].iter_mut().zip(&im[..got]) {
+                    *re = re.hypot(*im);
+                }
+                got
+            } else {
+                decode_f64(dtype, bytes, first, &mut buf[..n], req.order)
+            };
+            if got == 0 {
+                break;
+            }
+            for (k, &v) in buf[..got].iter().enumerate() {
+                let cell = row_bin * width + bin_of_col(c + k as u64);
+                if v.is_finite() {
+                    sum[cell] += v;
+                    count[cell] += 1;
+                    if best[cell].is_nan() || v.abs() > best[cell].abs() {
+                        best[cell] = v;
+                    }
+                } else {
+                    non_finite[cell] = true;
+                }
+            }
+            c += got as u64;
+        }
+        progress.add(cols);
+    }
+    let cells: Vec<f64> = match req.pooling {
+        Pooling::MaxAbs => best,
+        Pooling::Mean => sum
+            .iter()
+            .zip(&count)
+            .map(|(s, &n)| if n == 0 { f64::NAN } else { s / f64::from(n) })
+            .collect(),
+    };
+    let finite = cells.iter().copied().filter(|v| v.is_finite());
+    let min = finite.clone().reduce(f64::min);
+    let max = finite.reduce(f64::max);
+    Ok(Heatmap {
+        width,
+        height,
+        cells,
+        non_finite,
+        min,
+        max,
+        rows,
+        cols,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f32s(v: &[f32]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
+    fn req(
+        row_axis: usize,
+        col_axis: usize,
+        fixed: Vec<u64>,
+        pooling: Pooling,
+        max_side: usize,
+    ) -> HeatmapRequest {
+        HeatmapRequest {
+            row_axis,
+            col_axis,
+            fixed,
+            pooling,
+            max_side,
+            order: BitOrder::LsbFirst,
+        }
+    }
+
+    #[test]
+    fn pools_blocks() {
+        // 4x4 -> 2x2
+        let v: Vec<f32> = (0..16).map(|i| i as f32).collect();
+        let h = compute(
+            Dtype::F32,
+            &[4, 4],
+            &f32s(&v),
+            &req(0, 1, vec![], Pooling::Mean, 2),
+            &CancelToken::new(),
+            &Progress::new(),
+        )
+        .expect("ok");
+        assert_eq!((h.width, h.height), (2, 2));
+        assert_eq!(h.cells, [2.5, 4.5, 10.5, 12.5]);
+        let h = compute(
+            Dtype::F32,
+            &[4, 4],
+            &f32s(&v),
+            &req(0, 1, vec![], Pooling::MaxAbs, 2),
+            &CancelToken::new(),
+            &Progress::new(),
+        )
+        .expect("ok");
+        assert_eq!(h.cells, [5.0, 7.0, 13.0, 15.0]);
+    }
+
+    #[test]
+    fn transposed_and_fixed_axes() {
+        // shape [2, 3, 2]: pick axis 2 as rows, axis 1 as cols, fix axis 0 = 1.
+        let v: Vec<f32> = (0..12).map(|i| i as f32).collect();
+        let h = compute(
+            Dtype::F32,
+            &[2, 3, 2],
+            &f32s(&v),
+            &req(2, 1, vec![1, 0, 0], Pooling::Mean, 64),
+            &CancelToken::new(),
+            &Progress::new(),
+        )
+        .expect("ok");
+        assert_eq!((h.height, h.width), (2, 3));
+        // element [1, c, r] = 6 + 2c + r
+        assert_eq!(h.cells, [6.0, 8.0, 10.0, 7.0, 9.0, 11.0]);
+        assert!(matches!(
+            compute(
+                Dtype::F32,
+                &[2, 3, 2],
+                &f32s(&v),
+                &req(2, 1, vec![2, 0, 0], Pooling::Mean, 64),
+                &CancelToken::new(),
+                &Progress::new()
+            ),
+            Err(HeatmapError::BadIndex { .. })
+        ));
+    }
+
+    #[test]
+    fn nan_cells_and_cancel() {
+        let v = [1.0f32, f32::NAN, 3.0, f32::INFINITY];
+        let h = compute(
+            Dtype::F32,
+            &[2, 2],
+            &f32s(&v),
+            &req(0, 1, vec![], Pooling::Mean, 8),
+            &CancelToken::new(),
+            &Progress::new(),
+        )
+        .expect("ok");
+        assert!(h.cells[1].is_nan());
+        assert!(h.non_finite[1] && h.non_finite[3]);
+        let c = CancelToken::new();
+        c.cancel();
+        assert_eq!(
+            compute(
+                Dtype::F32,
+                &[2, 2],
+                &f32s(&v),
+                &req(0, 1, vec![], Pooling::Mean, 8),
+                &c,
+                &Progress::new()
+            ),
+            Err(HeatmapError::Cancelled)
+        );
+        assert_eq!(
+            compute(
+                Dtype::F32,
+                &[0, 2],
+                &[],
+                &req(0, 1, vec![], Pooling::Mean, 8),
+                &CancelToken::new(),
+                &Progress::new()
+            ),
+            Err(HeatmapError::Empty)
+        );
+    }
+}

@@ -1,0 +1,57 @@
+//! The open dialog behind a trait, so tests can inject paths and the app can
+//! fall back to its own picker where no native dialog exists.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// What a dialog returned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DialogResult {
+    /// The user chose these paths.
+    Picked(Vec<PathBuf>),
+    /// The user closed the dialog.
+    Cancelled,
+    /// No dialog could be shown.
+    Unavailable,
+}
+
+/// A way to ask the user for files to open. Runs on a background thread.
+pub trait FileDialog: Send + Sync {
+    /// Whether a dialog can be shown at all.
+    fn available(&self) -> bool;
+    /// Shows the dialog and blocks until it closes.
+    fn pick_files(&self) -> DialogResult;
+}
+
+/// The desktop's dialog through `rfd` (the XDG desktop portal, else zenity).
+#[derive(Debug, Default)]
+pub struct NativeDialog;
+
+/// A dialog that closes faster than this was never shown: `rfd` returns
+/// nothing both when the user cancels and when no backend exists.
+const NOT_SHOWN: Duration = Duration::from_millis(300);
+
+impl FileDialog for NativeDialog {
+    fn available(&self) -> bool {
+        let on_path = |tool: &str| {
+            std::env::var_os("PATH").is_some_and(|paths| {
+                std::env::split_paths(&paths).any(|dir| dir.join(tool).is_file())
+            })
+        };
+        std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_some() || on_path("zenity")
+    }
+
+    fn pick_files(&self) -> DialogResult {
+        let started = Instant::now();
+        let picked = rfd::FileDialog::new()
+            .set_title("Open checkpoint")
+            .add_filter("safetensors", &["safetensors", "json"])
+            .add_filter("all files", &["*"])
+            .pick_files();
+        match picked {
+            Some(paths) if !paths.is_empty() => DialogResult::Picked(paths),
+            _ if started.elapsed() < NOT_SHOWN => DialogResult::Unavailable,
+            _ => DialogResult::Cancelled,
+        }
+    }
+}

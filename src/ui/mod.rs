@@ -1,0 +1,112 @@
+//! The desktop explorer (egui/eframe). Only this module knows egui: it
+//! draws the library's state and runs long work as [`crate::jobs::Job`]s.
+
+pub mod app;
+pub mod dialog;
+pub mod error_pane;
+pub mod model;
+pub mod panels;
+pub mod picker;
+pub mod side;
+pub mod stats_view;
+pub mod table;
+pub mod tensor_view;
+pub mod theme;
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use eframe::egui;
+use std::sync::Arc;
+
+pub use app::{Command, State, TensorscopeApp};
+
+/// Makes untrusted text (names, metadata) safe to draw on one line:
+/// control characters and bidi overrides are shown escaped, and text past
+/// `max_chars` is cut with a note of its length.
+pub fn safe_text(s: &str, max_chars: usize) -> String {
+    escape(s, max_chars, false)
+}
+
+/// Like [`safe_text`] but keeps line breaks and tabs.
+pub fn safe_multiline(s: &str, max_chars: usize) -> String {
+    escape(s, max_chars, true)
+}
+
+fn escape(s: &str, max_chars: usize, keep_lines: bool) -> String {
+    let mut out = String::with_capacity(s.len().min(max_chars.saturating_mul(4)));
+    for (i, c) in s.chars().enumerate() {
+        if i == max_chars {
+            let _ = write!(out, "… ({} bytes in all)", s.len());
+            break;
+        }
+        let bidi = matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}');
+        if keep_lines && (c == '\n' || c == '\t') {
+            out.push(c);
+        } else if c.is_control() || bidi {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Opens the window with `files` (and the demo when asked); returns the
+/// process exit code.
+pub fn run(files: Vec<PathBuf>, demo: bool) -> i32 {
+    let options = eframe::NativeOptions {
+        viewport: egui::ViewportBuilder::default()
+            .with_title("Tensorscope")
+            .with_app_id("tensorscope")
+            .with_inner_size([1280.0, 800.0])
+            .with_min_inner_size([640.0, 400.0])
+            .with_icon(Arc::new(theme::icon()))
+            .with_drag_and_drop(true),
+        renderer: eframe::Renderer::Glow,
+        persist_window: true,
+        ..Default::default()
+    };
+    let result = eframe::run_native(
+        "Tensorscope",
+        options,
+        Box::new(move |cc| {
+            let state: State = cc
+                .storage
+                .and_then(|s| eframe::get_value(s, eframe::APP_KEY))
+                .unwrap_or_default();
+            theme::setup(&cc.egui_ctx);
+            let mut app = TensorscopeApp::new(state, Arc::new(dialog::NativeDialog));
+            app.set_context(cc.egui_ctx.clone());
+            for f in files {
+                app.open(f);
+            }
+            if demo {
+                app.send(Command::OpenDemo);
+            }
+            Ok(Box::new(app))
+        }),
+    );
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("tensorscope: cannot open a window: {e}");
+            eprintln!(
+                "(the desktop explorer needs a display; the verbs info and validate work without one)"
+            );
+            2
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn untrusted_text_is_escaped() {
+        assert_eq!(safe_text("a\nb\u{202E}", 10), "a\\u{a}b\\u{202e}");
+        assert_eq!(safe_multiline("a\nb", 10), "a\nb");
+        assert!(safe_text(&"x".repeat(1 << 20), 100).len() < 200);
+    }
+}

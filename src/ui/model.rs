@@ -1,0 +1,450 @@
+//! The tensor table's logic, apart from drawing: natural-order comparison,
+//! filtering, sorting, the dotted-prefix tree, and the per-dtype footer.
+//! Plain functions over indices into a checkpoint's tensor list.
+
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BTreeSet};
+
+use regex::Regex;
+
+use crate::dtype::Dtype;
+use crate::format::{Checkpoint, TensorInfo};
+
+/// A column of the tensor table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum Column {
+    /// Tensor name (natural order).
+    Name,
+    /// Dtype (writer order).
+    Dtype,
+    /// Shape (lexicographic by dimension).
+    Shape,
+    /// Element count.
+    Elements,
+    /// Bytes.
+    Bytes,
+    /// Offset range (begin).
+    Offsets,
+    /// Shard file.
+    Shard,
+    /// Scanned minimum.
+    Min,
+    /// Scanned maximum.
+    Max,
+    /// Scanned standard deviation.
+    Std,
+    /// Scanned NaN + Inf count.
+    NonFinite,
+}
+
+/// Sort direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Direction {
+    /// Smallest first.
+    Ascending,
+    /// Largest first.
+    Descending,
+}
+
+/// Figures a whole-file scan adds to a row.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ScanFigures {
+    /// Finite minimum.
+    pub min: Option<f64>,
+    /// Finite maximum.
+    pub max: Option<f64>,
+    /// Standard deviation of finite values.
+    pub std: Option<f64>,
+    /// NaN + ±Inf count.
+    pub non_finite: u64,
+}
+
+/// Compares strings in natural order: digit runs compare as numbers, so
+/// `layers.10` follows `layers.9`.
+pub fn natural_cmp(a: &str, b: &str) -> Ordering {
+    let (mut a, mut b) = (a.as_bytes(), b.as_bytes());
+    loop {
+        match (a.first(), b.first()) {
+            (None, None) => return Ordering::Equal,
+            (None, Some(_)) => return Ordering::Less,
+            (Some(_), None) => return Ordering::Greater,
+            (Some(x), Some(y)) if x.is_ascii_digit() && y.is_ascii_digit() => {
+                let da = a.iter().take_while(|c| c.is_ascii_digit()).count();
+                let db = b.iter().take_while(|c| c.is_ascii_digit()).count();
+                let (na, nb) = (&a[..da], &b[..db]);
+                let ta = trim_zeros(na);
+                let tb = trim_zeros(nb);
+                let ord = ta
+                    .len()
+                    .cmp(&tb.len())
+                    .then_with(|| ta.cmp(tb))
+                    .then_with(|| na.len().cmp(&nb.len()));
+                if ord != Ordering::Equal {
+                    return ord;
+                }
+                a = &a[da..];
+                b = &b[db..];
+            }
+            (Some(x), Some(y)) => {
+                if x != y {
+                    return x.cmp(y);
+                }
+                a = &a[1..];
+                b = &b[1..];
+            }
+        }
+    }
+}
+
+fn trim_zeros(digits: &[u8]) -> &[u8] {
+    let zeros = digits.iter().take_while(|c| **c == b'0').count();
+    &digits[zeros..]
+}
+
+/// What the filter box holds: a substring, or a regex when it starts with `/`.
+#[derive(Debug, Clone)]
+pub enum NameFilter {
+    /// Everything passes.
+    All,
+    /// Case-insensitive substring.
+    Substring(String),
+    /// A regex search.
+    Regex(Regex),
+}
+
+impl NameFilter {
+    /// Parses the filter text; a bad regex is an error message.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Ok(Self::All);
+        }
+        if let Some(re) = text.strip_prefix('/') {
+            let re = re.strip_suffix('/').unwrap_or(re);
+            return regex::RegexBuilder::new(re)
+                .size_limit(1 << 20)
+                .build()
+                .map(Self::Regex)
+                .map_err(|e| format!("bad regex: {e}"));
+        }
+        Ok(Self::Substring(text.to_lowercase()))
+    }
+
+    /// True when `name` passes.
+    pub fn matches(&self, name: &str) -> bool {
+        match self {
+            Self::All => true,
+            Self::Substring(s) => {
+                if name.is_ascii() && s.is_ascii() {
+                    name.as_bytes()
+                        .windows(s.len().max(1))
+                        .any(|w| w.eq_ignore_ascii_case(s.as_bytes()))
+                        || s.is_empty()
+                } else {
+                    name.to_lowercase().contains(s.as_str())
+                }
+            }
+            Self::Regex(re) => re.is_match(name),
+        }
+    }
+}
+
+/// The rows shown: indices into `ck.tensors`, filtered and sorted.
+pub fn visible_rows(
+    ck: &Checkpoint,
+    filter: &NameFilter,
+    dtype: Option<Dtype>,
+    sort: Option<(Column, Direction)>,
+    scan: &dyn Fn(usize) -> Option<ScanFigures>,
+) -> Vec<usize> {
+    let infos: Vec<Option<&TensorInfo>> = ck.tensors.iter().map(|t| ck.info(*t)).collect();
+    let mut rows: Vec<usize> = (0..ck.tensors.len())
+        .filter(|&i| {
+            infos[i].is_some_and(|info| {
+                dtype.is_none_or(|d| info.dtype == d) && filter.matches(&info.name)
+            })
+        })
+        .collect();
+    let Some((column, direction)) = sort else {
+        return rows;
+    };
+    let key_f64 = |v: Option<f64>| v.unwrap_or(f64::NAN);
+    let cmp = |&a: &usize, &b: &usize| -> Ordering {
+        let (Some(x), Some(y)) = (infos[a], infos[b]) else {
+            return Ordering::Equal;
+        };
+        let ord = match column {
+            Column::Name => natural_cmp(&x.name, &y.name),
+            Column::Dtype => x.dtype.writer_rank().cmp(&y.dtype.writer_rank()).reverse(),
+            Column::Shape => x.shape.cmp(&y.shape),
+            Column::Elements => x.numel.cmp(&y.numel),
+            Column::Bytes => x.nbytes.cmp(&y.nbytes),
+            Column::Offsets => {
+                (ck.tensors[a].shard, x.data_offsets).cmp(&(ck.tensors[b].shard, y.data_offsets))
+            }
+            Column::Shard => ck.tensors[a].shard.cmp(&ck.tensors[b].shard),
+            Column::Min | Column::Max | Column::Std | Column::NonFinite => {
+                let pick = |i: usize| {
+                    scan(i).map(|s| match column {
+                        Column::Min => key_f64(s.min),
+                        Column::Max => key_f64(s.max),
+                        Column::Std => key_f64(s.std),
+                        _ => s.non_finite as f64,
+                    })
+                };
+                // Unscanned and NaN sort last in either direction.
+                match (pick(a), pick(b)) {
+                    (Some(p), Some(q)) if !p.is_nan() && !q.is_nan() => p.total_cmp(&q),
+                    (Some(p), _) if !p.is_nan() => return Ordering::Less,
+                    (_, Some(q)) if !q.is_nan() => return Ordering::Greater,
+                    _ => Ordering::Equal,
+                }
+            }
+        };
+        let ord = ord.then_with(|| natural_cmp(&x.name, &y.name));
+        match direction {
+            Direction::Ascending => ord,
+            Direction::Descending => ord.reverse(),
+        }
+    };
+    rows.sort_by(cmp);
+    rows
+}
+
+/// One line of the tree view.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TreeRow {
+    /// A group of tensors sharing a dotted prefix.
+    Group {
+        /// The full prefix, such as `model.layers.0`.
+        prefix: String,
+        /// Nesting depth (0 at the top).
+        depth: usize,
+        /// Tensors under it (after filtering).
+        count: usize,
+        /// Their bytes.
+        bytes: u64,
+        /// Whether its children are shown.
+        expanded: bool,
+    },
+    /// A tensor (index into `ck.tensors`).
+    Tensor {
+        /// Index into the checkpoint's tensors.
+        index: usize,
+        /// Nesting depth.
+        depth: usize,
+    },
+}
+
+/// Builds the tree view's lines from visible rows (in their order),
+/// grouping names by dotted prefix. Only children of expanded groups are
+/// listed, so the result stays small for huge models.
+pub fn tree_rows(ck: &Checkpoint, rows: &[usize], expanded: &BTreeSet<String>) -> Vec<TreeRow> {
+    #[derive(Default)]
+    struct Node {
+        children: BTreeMap<String, Node>,
+        order: Vec<String>,
+        tensors: Vec<usize>,
+        count: usize,
+        bytes: u64,
+    }
+    fn walk(
+        node: &Node,
+        prefix: &str,
+        depth: usize,
+        expanded: &BTreeSet<String>,
+        out: &mut Vec<TreeRow>,
+    ) {
+        let mut keys = node.order.clone();
+        keys.sort_by(|a, b| natural_cmp(a, b));
+        for key in keys {
+            let Some(child) = node.children.get(&key) else {
+                continue;
+            };
+            let full = if prefix.is_empty() {
+                key.clone()
+            } else {
+                format!("{prefix}.{key}")
+            };
+            let is_open = expanded.contains(&full);
+            out.push(TreeRow::Group {
+                prefix: full.clone(),
+                depth,
+                count: child.count,
+                bytes: child.bytes,
+                expanded: is_open,
+            });
+            if is_open {
+                walk(child, &full, depth + 1, expanded, out);
+            }
+        }
+        for &i in &node.tensors {
+            out.push(TreeRow::Tensor { index: i, depth });
+        }
+    }
+    let mut root = Node::default();
+    for &i in rows {
+        let Some(info) = ck.tensors.get(i).and_then(|t| ck.info(*t)) else {
+            continue;
+        };
+        let parts: Vec<&str> = info.name.split('.').collect();
+        let mut node = &mut root;
+        node.count += 1;
+        node.bytes = node.bytes.saturating_add(info.nbytes);
+        for part in &parts[..parts.len().saturating_sub(1)] {
+            if !node.children.contains_key(*part) {
+                node.order.push((*part).to_owned());
+            }
+            node = node.children.entry((*part).to_owned()).or_default();
+            node.count += 1;
+            node.bytes = node.bytes.saturating_add(info.nbytes);
+        }
+        node.tensors.push(i);
+    }
+    let mut out = Vec::new();
+    walk(&root, "", 0, expanded, &mut out);
+    out
+}
+
+/// Tensors, parameters and bytes of one dtype.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DtypeTotals {
+    /// Number of tensors.
+    pub tensors: u64,
+    /// Number of parameters (elements, as the Hugging Face metadata API counts them).
+    pub parameters: u64,
+    /// Bytes of data.
+    pub bytes: u64,
+}
+
+/// Totals per dtype, in writer order, and overall.
+pub fn dtype_totals(ck: &Checkpoint) -> (Vec<(Dtype, DtypeTotals)>, DtypeTotals) {
+    let mut per: BTreeMap<usize, (Dtype, DtypeTotals)> = BTreeMap::new();
+    let mut all = DtypeTotals::default();
+    for t in &ck.tensors {
+        let Some(info) = ck.info(*t) else {
+            continue;
+        };
+        let e = per
+            .entry(info.dtype.writer_rank())
+            .or_insert((info.dtype, DtypeTotals::default()));
+        for acc in [&mut e.1, &mut all] {
+            acc.tensors += 1;
+            acc.parameters = acc.parameters.saturating_add(info.numel);
+            acc.bytes = acc.bytes.saturating_add(info.nbytes);
+        }
+    }
+    (per.into_values().collect(), all)
+}
+
+/// Bytes in binary units for display (`1.5 GiB`).
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut v = bytes as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit < UNITS.len() - 1 {
+        v /= 1024.0;
+        unit += 1;
+    }
+    format!("{v:.1} {}", UNITS[unit])
+}
+
+/// A count with a metric suffix for display (`7.2B`).
+pub fn human_count(n: u64) -> String {
+    match n {
+        0..1_000 => n.to_string(),
+        1_000..1_000_000 => format!("{:.1}K", n as f64 / 1e3),
+        1_000_000..1_000_000_000 => format!("{:.1}M", n as f64 / 1e6),
+        1_000_000_000..1_000_000_000_000 => format!("{:.2}B", n as f64 / 1e9),
+        _ => format!("{:.2}T", n as f64 / 1e12),
+    }
+}
+
+/// A value for display: shortest round-trip form, scientific when large
+/// or tiny.
+pub fn fmt_value(x: f64) -> String {
+    if x.is_nan() {
+        return "NaN".into();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 {
+            "+Inf".into()
+        } else {
+            "-Inf".into()
+        };
+    }
+    let a = x.abs();
+    if a != 0.0 && !(1e-4..1e7).contains(&a) {
+        format!("{x:.6e}")
+    } else {
+        let s = format!("{x}");
+        if s.len() > 12 { format!("{x:.6}") } else { s }
+    }
+}
+
+/// A shape for display: `[4096, 11008]`, `[]` for a scalar.
+pub fn fmt_shape(shape: &[u64]) -> String {
+    let parts: Vec<String> = shape.iter().map(u64::to_string).collect();
+    format!("[{}]", parts.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn natural_order() {
+        let mut v = vec![
+            "layers.10.w",
+            "layers.9.w",
+            "layers.1.w",
+            "layers.01.w",
+            "a",
+            "layers.100",
+        ];
+        v.sort_by(|a, b| natural_cmp(a, b));
+        assert_eq!(
+            v,
+            [
+                "a",
+                "layers.1.w",
+                "layers.01.w",
+                "layers.9.w",
+                "layers.10.w",
+                "layers.100"
+            ]
+        );
+        let big = "x99999999999999999999999999";
+        assert_eq!(
+            natural_cmp(big, "x100000000000000000000000000"),
+            Ordering::Less
+        );
+    }
+
+    #[test]
+    fn filters() {
+        let f = NameFilter::parse("Attn").expect("ok");
+        assert!(f.matches("layers.0.self_attn.q"));
+        assert!(!f.matches("mlp"));
+        let f = NameFilter::parse("/^layers\\.[0-9]+\\.mlp$").expect("ok");
+        assert!(f.matches("layers.12.mlp"));
+        assert!(!f.matches("x.layers.12.mlp"));
+        assert!(NameFilter::parse("/(").is_err());
+        assert!(NameFilter::parse("  ").expect("ok").matches("anything"));
+        let f = NameFilter::parse("ÄB").expect("ok");
+        assert!(f.matches("xäbx"));
+    }
+
+    #[test]
+    fn formatting() {
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_count(7_241_732_096), "7.24B");
+        assert_eq!(fmt_value(0.5), "0.5");
+        assert_eq!(fmt_value(f64::NEG_INFINITY), "-Inf");
+        assert_eq!(fmt_value(1e-9), "1.000000e-9");
+        assert_eq!(fmt_shape(&[]), "[]");
+    }
+}

@@ -1,0 +1,227 @@
+//! The side panel: the selected tensor's view, the file's facts and
+//! warnings, and the `__metadata__` pane.
+
+use eframe::egui;
+
+use super::app::{Command, Tab};
+use super::model::{human_bytes, human_count};
+use super::tensor_view::{self, SidePage};
+use crate::format::CheckpointKind;
+
+/// Draws the side panel for a ready tab.
+pub fn side_panel_ui(ui: &mut egui::Ui, tab: &mut Tab, commands: &mut Vec<Command>) {
+    ui.horizontal(|ui| {
+        for (page, label) in [
+            (SidePage::Tensor, "Tensor"),
+            (SidePage::File, "File info"),
+            (SidePage::Metadata, "Metadata"),
+        ] {
+            ui.selectable_value(&mut tab.view.page, page, label);
+        }
+    });
+    ui.separator();
+    match tab.view.page {
+        SidePage::Tensor => tensor_view::tensor_view_ui(ui, tab, commands),
+        SidePage::File => file_ui(ui, tab),
+        SidePage::Metadata => metadata_ui(ui, tab),
+    }
+}
+
+fn file_ui(ui: &mut egui::Ui, tab: &Tab) {
+    let Some(loaded) = tab.loaded() else {
+        return;
+    };
+    let ck = &loaded.ck;
+    egui::ScrollArea::vertical()
+        .auto_shrink(false)
+        .show(ui, |ui| {
+            egui::Grid::new("file_facts")
+                .num_columns(2)
+                .spacing([12.0, 4.0])
+                .show(ui, |ui| {
+                    ui.weak("Path");
+                    ui.add(
+                        egui::Label::new(super::safe_text(&ck.path.display().to_string(), 1000))
+                            .wrap(),
+                    );
+                    ui.end_row();
+                    ui.weak("Kind");
+                    ui.label(match ck.kind {
+                        CheckpointKind::Single => "single file".to_owned(),
+                        CheckpointKind::Sharded { .. } => {
+                            format!("sharded model, {} files", ck.shards.len())
+                        }
+                    });
+                    ui.end_row();
+                    let size: u64 = ck.shards.iter().map(|s| s.file.file_size()).sum();
+                    ui.weak("Size on disk");
+                    ui.label(format!("{} ({size} bytes)", human_bytes(size)));
+                    ui.end_row();
+                    let header: u64 = ck.shards.iter().map(|s| s.file.header().header_size).sum();
+                    ui.weak("Header");
+                    ui.label(format!("{} ({header} bytes)", human_bytes(header)));
+                    ui.end_row();
+                    let (_, all) = &loaded.totals;
+                    ui.weak("Tensors");
+                    ui.label(all.tensors.to_string());
+                    ui.end_row();
+                    ui.weak("Parameters");
+                    ui.label(format!(
+                        "{} ({})",
+                        human_count(all.parameters),
+                        all.parameters
+                    ));
+                    ui.end_row();
+                    if let CheckpointKind::Sharded { total_size, .. } = &ck.kind {
+                        ui.weak("Index total_size");
+                        ui.label(total_size.map_or_else(|| "absent".into(), |t| t.to_string()));
+                        ui.end_row();
+                    }
+                });
+            ui.add_space(8.0);
+            ui.strong("By dtype");
+            egui::Grid::new("dtype_breakdown")
+                .striped(true)
+                .num_columns(4)
+                .show(ui, |ui| {
+                    ui.weak("dtype");
+                    ui.weak("tensors");
+                    ui.weak("parameters");
+                    ui.weak("bytes");
+                    ui.end_row();
+                    for (d, t) in &loaded.totals.0 {
+                        ui.monospace(d.name());
+                        ui.label(t.tensors.to_string());
+                        ui.label(t.parameters.to_string());
+                        ui.label(human_bytes(t.bytes));
+                        ui.end_row();
+                    }
+                });
+            if ck.is_sharded() {
+                ui.add_space(8.0);
+                ui.strong("Shards");
+                for s in &ck.shards {
+                    ui.label(format!(
+                        "{}  ·  {} tensors  ·  {}",
+                        super::safe_text(&s.name, 200),
+                        s.file.header().tensors.len(),
+                        human_bytes(s.file.file_size())
+                    ));
+                }
+            }
+            ui.add_space(8.0);
+            if ck.warnings.is_empty() {
+                ui.weak("No warnings: the file follows the format strictly.");
+            } else {
+                ui.strong(format!("Warnings ({})", ck.warnings.len()));
+                for w in ck.warnings.iter().take(1000) {
+                    ui.horizontal_wrapped(|ui| {
+                        ui.colored_label(ui.visuals().warn_fg_color, w.kind);
+                        ui.label(super::safe_text(&w.message, 500));
+                    });
+                }
+            }
+        });
+}
+
+fn metadata_ui(ui: &mut egui::Ui, tab: &mut Tab) {
+    let Some(loaded) = tab.loaded() else {
+        return;
+    };
+    let ck = std::sync::Arc::clone(&loaded.ck);
+    let entries: Vec<(String, String)> = match &ck.kind {
+        CheckpointKind::Single => ck.shards[0]
+            .file
+            .header()
+            .metadata
+            .as_ref()
+            .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+            .unwrap_or_default(),
+        CheckpointKind::Sharded { metadata, .. } => metadata
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| {
+                        (
+                            k.clone(),
+                            v.as_str().map_or_else(|| v.to_string(), str::to_owned),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+    };
+    ui.horizontal(|ui| {
+        ui.add(
+            egui::TextEdit::singleline(&mut tab.view.meta_filter)
+                .hint_text("Search keys and values")
+                .desired_width(220.0),
+        );
+        if ui.button("Copy all as JSON").clicked() {
+            let obj: serde_json::Map<String, serde_json::Value> = entries
+                .iter()
+                .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+                .collect();
+            ui.ctx()
+                .copy_text(serde_json::to_string_pretty(&obj).unwrap_or_default());
+        }
+    });
+    if entries.is_empty() {
+        ui.weak(if ck.is_sharded() {
+            "The index has no metadata."
+        } else {
+            "This file has no __metadata__."
+        });
+        return;
+    }
+    let needle = tab.view.meta_filter.to_lowercase();
+    egui::ScrollArea::vertical()
+        .auto_shrink(false)
+        .show(ui, |ui| {
+            for (k, v) in &entries {
+                if !needle.is_empty()
+                    && !k.to_lowercase().contains(&needle)
+                    && !v.to_lowercase().contains(&needle)
+                {
+                    continue;
+                }
+                ui.horizontal(|ui| {
+                    ui.strong(super::safe_text(k, 200));
+                    if ui
+                        .small_button("copy")
+                        .on_hover_text("Copy the value")
+                        .clicked()
+                    {
+                        ui.ctx().copy_text(v.clone());
+                    }
+                });
+                let parsed = serde_json::from_str::<serde_json::Value>(v)
+                    .ok()
+                    .filter(|j| j.is_object() || j.is_array());
+                match parsed {
+                    Some(json) => {
+                        let pretty = serde_json::to_string_pretty(&json).unwrap_or_default();
+                        egui::CollapsingHeader::new(format!(
+                            "JSON ({} lines)",
+                            pretty.lines().count()
+                        ))
+                        .id_salt(("meta_json", k))
+                        .default_open(pretty.lines().count() <= 12)
+                        .show(ui, |ui| {
+                            ui.add(
+                                egui::Label::new(
+                                    egui::RichText::new(super::safe_text(&pretty, 100_000))
+                                        .monospace(),
+                                )
+                                .wrap(),
+                            );
+                        });
+                    }
+                    None => {
+                        ui.add(egui::Label::new(super::safe_text(v, 5000)).wrap());
+                    }
+                }
+                ui.add_space(4.0);
+            }
+        });
+}

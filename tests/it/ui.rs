@@ -1,0 +1,268 @@
+//! UI flows driven headless with egui_kittest. Every harness is built by
+//! [`harness`]; dialogs and drops are injected, never shown.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use egui_kittest::Harness;
+use egui_kittest::kittest::Queryable;
+use tensorscope::ui::app::{Command, Load};
+use tensorscope::ui::dialog::{DialogResult, FileDialog};
+use tensorscope::ui::{State, TensorscopeApp};
+
+use crate::fixtures::{small_model, with_header, write};
+
+/// A dialog that returns what the test says.
+pub struct ScriptedDialog {
+    pub answer: Mutex<DialogResult>,
+    pub available: bool,
+}
+
+impl FileDialog for ScriptedDialog {
+    fn available(&self) -> bool {
+        self.available
+    }
+    fn pick_files(&self) -> DialogResult {
+        self.answer
+            .lock()
+            .map(|a| a.clone())
+            .unwrap_or(DialogResult::Cancelled)
+    }
+}
+
+/// The one way tests build a harness around the app.
+pub fn harness(state: State, dialog: Arc<dyn FileDialog>) -> Harness<'static, TensorscopeApp> {
+    let app = TensorscopeApp::new(state, dialog);
+    Harness::builder()
+        .with_size([1400.0, 900.0])
+        .build_ui_state(|ui, app: &mut TensorscopeApp| app.frame_ui(ui), app)
+}
+
+fn no_dialog() -> Arc<dyn FileDialog> {
+    Arc::new(ScriptedDialog {
+        answer: Mutex::new(DialogResult::Cancelled),
+        available: true,
+    })
+}
+
+/// Steps until no job runs (or fails the test after 60 s).
+pub fn settle(h: &mut Harness<'static, TensorscopeApp>) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        h.step();
+        if !h.state().is_busy() && h.state().commands.is_empty() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "jobs did not finish in time");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    h.run_steps(3);
+}
+
+fn open(h: &mut Harness<'static, TensorscopeApp>, path: &Path) {
+    h.state_mut().send(Command::Open(path.to_path_buf()));
+    settle(h);
+}
+
+#[test]
+fn the_demo_opens_from_the_start_screen() {
+    let mut h = harness(State::default(), no_dialog());
+    h.run_steps(2);
+    h.get_by_label("Open demo checkpoint").click();
+    settle(&mut h);
+    let tab = h.state().active_tab().expect("a tab");
+    let ck = &tab.loaded().expect("demo loads").ck;
+    assert!(ck.tensors.len() > 20);
+    h.get_by_label("model.embed_tokens.weight");
+    h.get_by_label_contains("tensors ·");
+}
+
+#[test]
+fn open_sort_filter_and_select() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = write(dir.path(), "m.safetensors", &small_model());
+    let mut h = harness(State::default(), no_dialog());
+    open(&mut h, &p);
+    let names = |h: &Harness<'static, TensorscopeApp>| -> Vec<String> {
+        let tab = h.state().active_tab().expect("tab");
+        let ck = &tab.loaded().expect("loaded").ck;
+        tab.table
+            .rows
+            .iter()
+            .map(|&i| ck.info(ck.tensors[i]).expect("info").name.clone())
+            .collect()
+    };
+    // File order puts the largest dtypes first (I64, then F64).
+    assert_eq!(names(&h)[..2], ["empty", "scale"]);
+    h.get_by_label("Name").click();
+    h.run_steps(2);
+    assert_eq!(
+        names(&h),
+        [
+            "embed.weight",
+            "empty",
+            "layers.0.attn.q",
+            "layers.0.norm",
+            "packed",
+            "scale"
+        ]
+    );
+    h.get_by_label("Name ⏶").click();
+    h.run_steps(2);
+    assert_eq!(names(&h)[0], "scale");
+    // Filter.
+    let filter = h.get_by_role(egui::accesskit::Role::TextInput);
+    filter.focus();
+    filter.type_text("layers");
+    h.run_steps(3);
+    assert_eq!(names(&h), ["layers.0.norm", "layers.0.attn.q"]);
+    // Select and see the tensor view.
+    h.get_by_label("layers.0.norm").click();
+    h.run_steps(2);
+    let tab = h.state().active_tab().expect("tab");
+    assert!(tab.table.cursor.is_some());
+    // The name and dtype now also appear in the tensor view.
+    assert!(h.get_all_by_label("layers.0.norm").count() >= 2);
+    assert!(h.get_all_by_label("F16").count() >= 2);
+}
+
+#[test]
+fn an_invalid_file_shows_the_error_pane() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bad = write(
+        dir.path(),
+        "bad.safetensors",
+        &with_header(
+            r#"{"t":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}}"#,
+            4,
+        ),
+    );
+    let mut h = harness(State::default(), no_dialog());
+    open(&mut h, &bad);
+    assert!(matches!(
+        h.state().active_tab().expect("tab").load,
+        Load::Failed(_)
+    ));
+    h.get_by_label("This file cannot be opened");
+    h.get_by_label("TensorInvalidInfo");
+    h.get_by_label_contains("needs 8");
+    let zip = write(
+        dir.path(),
+        "model.bin",
+        b"PK\x03\x04\x14\x00\x00\x00\x08\x00archive/data.pkl",
+    );
+    open(&mut h, &zip);
+    h.get_by_label_contains("It looks like a zip archive");
+}
+
+#[test]
+fn the_dialog_and_its_fallback() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = write(dir.path(), "m.safetensors", &small_model());
+    let dialog = Arc::new(ScriptedDialog {
+        answer: Mutex::new(DialogResult::Picked(vec![p.clone()])),
+        available: true,
+    });
+    let mut h = harness(State::default(), dialog);
+    h.run_steps(1);
+    h.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::O);
+    settle(&mut h);
+    assert!(h.state().active_tab().and_then(|t| t.loaded()).is_some());
+
+    // No native dialog: the in-app picker opens on the folder and lists it.
+    let none = Arc::new(ScriptedDialog {
+        answer: Mutex::new(DialogResult::Unavailable),
+        available: true,
+    });
+    let mut h = harness(State::default(), none);
+    h.run_steps(1);
+    h.get_by_label("Open a file…").click();
+    settle(&mut h);
+    assert!(h.state().picker.is_some());
+    h.state_mut()
+        .picker
+        .as_mut()
+        .expect("picker")
+        .go(dir.path().to_path_buf());
+    settle(&mut h);
+    h.get_by_label_contains("m.safetensors").click();
+    settle(&mut h);
+    assert!(h.state().picker.is_none());
+    assert!(h.state().active_tab().and_then(|t| t.loaded()).is_some());
+}
+
+#[derive(Debug)]
+struct Dropped(PathBuf);
+
+impl egui::DroppedFile for Dropped {
+    fn path(&self) -> &Path {
+        &self.0
+    }
+    fn bytes(&self) -> Result<Vec<u8>, String> {
+        std::fs::read(&self.0).map_err(|e| e.to_string())
+    }
+}
+
+#[test]
+fn drop_and_recent() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = write(dir.path(), "dropped.safetensors", &small_model());
+    let mut h = harness(State::default(), no_dialog());
+    h.run_steps(1);
+    h.input_mut()
+        .dropped_files
+        .push(Arc::new(Dropped(p.clone())));
+    settle(&mut h);
+    assert_eq!(h.state().tabs.len(), 1);
+    let state = h.state().state.clone();
+    assert_eq!(
+        state.recent.first(),
+        Some(&std::path::absolute(&p).expect("abs"))
+    );
+    // A new session lists it on the start screen.
+    let mut h = harness(state, no_dialog());
+    h.run_steps(2);
+    h.get_by_label_contains("dropped.safetensors").click();
+    settle(&mut h);
+    assert!(h.state().active_tab().and_then(|t| t.loaded()).is_some());
+}
+
+#[test]
+fn hostile_names_are_drawn_safely() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let long = "n".repeat(1 << 20);
+    let header = format!(
+        r#"{{"a\u0000\n\u202e":{{"dtype":"U8","shape":[0],"data_offsets":[0,0]}},"{long}":{{"dtype":"U8","shape":[0],"data_offsets":[0,0]}},"__metadata__":{{"k\u202e":"v\u0007"}}}}"#
+    );
+    let p = write(dir.path(), "names.safetensors", &with_header(&header, 0));
+    let mut h = harness(State::default(), no_dialog());
+    open(&mut h, &p);
+    h.get_by_label_contains("\\u{202e}");
+    h.state_mut().tabs[0].table.cursor = Some(0);
+    h.get_by_label("Metadata").click();
+    h.run_steps(2);
+    h.get_by_label("File info").click();
+    h.run_steps(2);
+}
+
+#[test]
+fn tree_view_groups_by_prefix() {
+    let mut h = harness(
+        State {
+            tree_view: true,
+            ..State::default()
+        },
+        no_dialog(),
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = write(dir.path(), "m.safetensors", &small_model());
+    open(&mut h, &p);
+    h.get_by_label_contains("⏵ layers").click();
+    h.run_steps(2);
+    h.get_by_label_contains("⏵ 0").click();
+    h.run_steps(2);
+    h.get_by_label_contains("⏵ attn").click();
+    h.run_steps(2);
+    h.get_by_label("q");
+}

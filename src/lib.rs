@@ -12,6 +12,7 @@ pub mod dtype;
 pub mod format;
 pub mod heatmap;
 pub mod jobs;
+pub mod stats;
 pub mod ui;
 
 pub use dtype::Dtype;

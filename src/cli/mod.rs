@@ -4,6 +4,7 @@
 
 mod info;
 mod output;
+mod stats;
 mod validate;
 
 use std::ffi::OsString;
@@ -12,6 +13,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 pub use output::{ErrorDoc, Output};
+pub use stats::StatsArgs;
 
 /// Exit code: success (valid, equal).
 pub const EXIT_OK: i32 = 0;
@@ -51,6 +53,8 @@ pub enum Verb {
     Info(InfoArgs),
     /// Check a file (or shard index) against the format; exit 1 if invalid.
     Validate(ValidateArgs),
+    /// Statistics, histograms and quantiles of every tensor, with a summary.
+    Stats(StatsArgs),
 }
 
 /// Options shared by every verb.
@@ -94,6 +98,7 @@ where
     match cli.command {
         Some(Verb::Info(a)) => info::run(&a, &mut out),
         Some(Verb::Validate(a)) => validate::run(&a, &mut out),
+        Some(Verb::Stats(a)) => stats::run(&a, &mut out),
         None if cli.install_desktop => install_desktop(),
         None => crate::ui::run(cli.files, cli.demo),
     }

@@ -7,4 +7,5 @@ mod kinds;
 mod oracle;
 mod props;
 mod shards;
+mod stats;
 mod ui;

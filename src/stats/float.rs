@@ -1,0 +1,539 @@
+//! F32, F64 and C64 tensors: views that decode blocks of values straight
+//! from the mapped bytes, and the passes over them.
+//!
+//! Pass 1 counts NaN, ±Inf, zeros and subnormals, finds the finite range
+//! and accumulates the moments (and, for [`Detail::Full`](super::Detail),
+//! counts exponent fields for the log2 histogram). Pass 2 fills the linear
+//! histogram, whose range pass 1 found. Exact quantiles then take the
+//! refinement passes of [`super::refine`].
+
+use std::ops::Range;
+
+use super::bins::{FloatBins, QUANTILES};
+use super::kernel::{
+    BLOCK, Lane, Specials, block_f32, block_f64, exponents_f32, exponents_f64, histogram_block,
+};
+use super::moments::Moments;
+use super::refine::{KeySource, Target, bins_of_quantiles, refine};
+use super::{
+    CHUNK_BYTES, Histogram, QuantileMode, Quantiles, Scalar, StatsOptions, ValueStats,
+    empty_histogram, finite, log2_histogram, par_chunks, smallest_normal,
+};
+use crate::dtype::Dtype;
+use crate::dtype::decode::{BitOrder, decode_c64_f32, decode_f32, decode_f64};
+use crate::jobs::{CancelToken, Cancelled, Progress};
+
+/// A float type the passes run on (f32 for F32 and the C64 parts, f64 for
+/// F64 and C64 magnitudes).
+pub(crate) trait FloatLane: Lane {
+    /// Size of the exponent-count table used by [`FloatLane::count_exponents`].
+    const EXPONENT_TABLE: usize;
+    /// Exponent bias.
+    const BIAS: i32;
+    /// Exponent field of the largest (all-ones) code.
+    const MAX_FIELD: usize;
+    /// Specials, range and moments of a block.
+    fn summarize(vals: &[Self], smallest_normal: f64) -> (Specials, Moments);
+    /// Counts exponent fields into a table of [`FloatLane::EXPONENT_TABLE`].
+    fn count_exponents(vals: &[Self], table: &mut [u32]);
+    /// Exponent-field totals from such a table.
+    fn fold_exponents(table: &[u32], totals: &mut [u64]);
+    /// Order-preserving key (−0 just below +0).
+    fn key(self) -> u64;
+    /// The inverse of [`FloatLane::key`].
+    fn from_key(key: u64) -> Self;
+    /// The smallest value ≥ `x` (−0 for 0).
+    fn at_or_above(x: f64) -> Self;
+    /// The largest value < `x`.
+    fn below(x: f64) -> Self;
+    /// Narrows an f64 that is a value of this type.
+    fn from_f64(x: f64) -> Self;
+}
+
+impl FloatLane for f32 {
+    const EXPONENT_TABLE: usize = 4 * 256;
+    const BIAS: i32 = 127;
+    const MAX_FIELD: usize = 255;
+
+    fn summarize(vals: &[f32], _smallest_normal: f64) -> (Specials, Moments) {
+        block_f32(vals)
+    }
+    fn count_exponents(vals: &[f32], table: &mut [u32]) {
+        exponents_f32(vals, table);
+    }
+    fn fold_exponents(table: &[u32], totals: &mut [u64]) {
+        for t in table.chunks(256) {
+            for (x, &c) in totals.iter_mut().zip(t) {
+                *x += u64::from(c);
+            }
+        }
+    }
+    fn key(self) -> u64 {
+        let b = self.to_bits();
+        u64::from(if b & 0x8000_0000 == 0 {
+            b | 0x8000_0000
+        } else {
+            !b
+        })
+    }
+    fn from_key(key: u64) -> f32 {
+        let k = key as u32;
+        f32::from_bits(if k & 0x8000_0000 == 0 {
+            !k
+        } else {
+            k & 0x7fff_ffff
+        })
+    }
+    fn at_or_above(x: f64) -> f32 {
+        if x == 0.0 {
+            return -0.0;
+        }
+        let f = x as f32;
+        if f64::from(f) < x { f.next_up() } else { f }
+    }
+    fn below(x: f64) -> f32 {
+        let f = x as f32;
+        if f64::from(f) >= x { f.next_down() } else { f }
+    }
+    fn from_f64(x: f64) -> f32 {
+        x as f32
+    }
+}
+
+impl FloatLane for f64 {
+    const EXPONENT_TABLE: usize = 2048;
+    const BIAS: i32 = 1023;
+    const MAX_FIELD: usize = 2047;
+
+    fn summarize(vals: &[f64], smallest_normal: f64) -> (Specials, Moments) {
+        block_f64(vals, smallest_normal)
+    }
+    fn count_exponents(vals: &[f64], table: &mut [u32]) {
+        exponents_f64(vals, table);
+    }
+    fn fold_exponents(table: &[u32], totals: &mut [u64]) {
+        for (x, &c) in totals.iter_mut().zip(table) {
+            *x += u64::from(c);
+        }
+    }
+    fn key(self) -> u64 {
+        let b = self.to_bits();
+        if b >> 63 == 0 { b | (1 << 63) } else { !b }
+    }
+    fn from_key(key: u64) -> f64 {
+        f64::from_bits(if key >> 63 == 0 {
+            !key
+        } else {
+            key & !(1 << 63)
+        })
+    }
+    fn at_or_above(x: f64) -> f64 {
+        if x == 0.0 { -0.0 } else { x }
+    }
+    fn below(x: f64) -> f64 {
+        x.next_down()
+    }
+    fn from_f64(x: f64) -> f64 {
+        x
+    }
+}
+
+/// A sequence of float values decoded from a tensor's bytes.
+pub(crate) trait View: Sync {
+    /// The value type.
+    type T: FloatLane;
+    /// Elements.
+    fn len(&self) -> u64;
+    /// Bytes read per element (for progress and chunking).
+    fn element_bytes(&self) -> u64;
+    /// Decodes elements `first..` into `out`; returns how many.
+    fn decode(&self, first: u64, out: &mut [Self::T]) -> usize;
+    /// Values below this (and not zero) are subnormal.
+    fn smallest_normal(&self) -> f64;
+}
+
+/// The values of an F32 tensor.
+pub(crate) struct F32View<'a>(pub &'a [u8]);
+
+impl View for F32View<'_> {
+    type T = f32;
+    fn len(&self) -> u64 {
+        (self.0.len() / 4) as u64
+    }
+    fn element_bytes(&self) -> u64 {
+        4
+    }
+    fn decode(&self, first: u64, out: &mut [f32]) -> usize {
+        decode_f32(Dtype::F32, self.0, first, out, BitOrder::LsbFirst).unwrap_or(0)
+    }
+    fn smallest_normal(&self) -> f64 {
+        smallest_normal(Dtype::F32).unwrap_or(0.0)
+    }
+}
+
+/// The values of an F64 tensor.
+pub(crate) struct F64View<'a>(pub &'a [u8]);
+
+impl View for F64View<'_> {
+    type T = f64;
+    fn len(&self) -> u64 {
+        (self.0.len() / 8) as u64
+    }
+    fn element_bytes(&self) -> u64 {
+        8
+    }
+    fn decode(&self, first: u64, out: &mut [f64]) -> usize {
+        decode_f64(Dtype::F64, self.0, first, out, BitOrder::LsbFirst)
+    }
+    fn smallest_normal(&self) -> f64 {
+        f64::MIN_POSITIVE
+    }
+}
+
+/// The real or imaginary parts of a C64 tensor.
+pub(crate) struct C64Part<'a> {
+    /// The tensor's bytes.
+    pub bytes: &'a [u8],
+    /// Imaginary (true) or real (false) parts.
+    pub imag: bool,
+}
+
+impl View for C64Part<'_> {
+    type T = f32;
+    fn len(&self) -> u64 {
+        (self.bytes.len() / 8) as u64
+    }
+    fn element_bytes(&self) -> u64 {
+        8
+    }
+    fn decode(&self, first: u64, out: &mut [f32]) -> usize {
+        let mut other = [0f32; BLOCK];
+        let n = out.len().min(BLOCK);
+        let (Some(out), Some(other)) = (out.get_mut(..n), other.get_mut(..n)) else {
+            return 0;
+        };
+        if self.imag {
+            decode_c64_f32(self.bytes, first, other, out)
+        } else {
+            decode_c64_f32(self.bytes, first, out, other)
+        }
+    }
+    fn smallest_normal(&self) -> f64 {
+        smallest_normal(Dtype::F32).unwrap_or(0.0)
+    }
+}
+
+/// The magnitudes |z| of a C64 tensor, in f64: `sqrt(re² + im²)` (exact
+/// squares, one rounding for the sum and one for the root); +Inf when
+/// either part is infinite, as `hypot` and numpy say, NaN otherwise when
+/// either part is NaN.
+pub(crate) struct C64Abs<'a>(pub &'a [u8]);
+
+impl View for C64Abs<'_> {
+    type T = f64;
+    fn len(&self) -> u64 {
+        (self.0.len() / 8) as u64
+    }
+    fn element_bytes(&self) -> u64 {
+        8
+    }
+    fn decode(&self, first: u64, out: &mut [f64]) -> usize {
+        let mut re = [0f32; BLOCK];
+        let mut im = [0f32; BLOCK];
+        let n = out.len().min(BLOCK);
+        let (Some(re), Some(im)) = (re.get_mut(..n), im.get_mut(..n)) else {
+            return 0;
+        };
+        let got = decode_c64_f32(self.0, first, re, im);
+        for ((o, &r), &i) in out.iter_mut().zip(re.iter()).zip(im.iter()).take(got) {
+            *o = magnitude(r, i);
+        }
+        got
+    }
+    fn smallest_normal(&self) -> f64 {
+        smallest_normal(Dtype::F32).unwrap_or(0.0)
+    }
+}
+
+/// |re + i·im| as [`C64Abs`] defines it.
+pub(crate) fn magnitude(re: f32, im: f32) -> f64 {
+    if re.is_infinite() || im.is_infinite() {
+        f64::INFINITY
+    } else {
+        let (r, i) = (f64::from(re), f64::from(im));
+        (r * r + i * i).sqrt()
+    }
+}
+
+/// Decodes the elements `range` of a view block by block.
+fn for_each_block<V: View>(view: &V, range: Range<u64>, mut f: impl FnMut(&[V::T])) {
+    let mut buffer = [V::T::default(); BLOCK];
+    let mut first = range.start;
+    while first < range.end {
+        let want = usize::try_from(range.end - first)
+            .unwrap_or(BLOCK)
+            .min(BLOCK);
+        let Some(out) = buffer.get_mut(..want) else {
+            break;
+        };
+        let got = view.decode(first, out);
+        if got == 0 {
+            break;
+        }
+        f(out.get(..got).unwrap_or(&[]));
+        first += got as u64;
+    }
+}
+
+/// What pass 1 gathers.
+struct Pass1 {
+    specials: Specials,
+    moments: Moments,
+    exponents: Vec<u64>,
+}
+
+/// Statistics of a float view.
+pub(crate) fn stats<V: View>(
+    view: &V,
+    options: &StatsOptions,
+    cancel: &CancelToken,
+    progress: &Progress,
+) -> Result<ValueStats, Cancelled> {
+    let n = view.len();
+    let chunk = (CHUNK_BYTES / view.element_bytes()).max(1);
+    let full = options.full();
+    let fields = if full { V::T::MAX_FIELD + 1 } else { 0 };
+    let p1 = par_chunks(
+        n,
+        chunk,
+        cancel,
+        || Pass1 {
+            specials: Specials::default(),
+            moments: Moments::default(),
+            exponents: vec![0; fields],
+        },
+        |acc, range| {
+            let bytes = (range.end - range.start) * view.element_bytes();
+            let mut table = vec![0u32; if full { V::T::EXPONENT_TABLE } else { 0 }];
+            for_each_block(view, range, |vals| {
+                let (sp, m) = V::T::summarize(vals, view.smallest_normal());
+                acc.specials.merge(&sp);
+                acc.moments.merge(&m);
+                if full {
+                    V::T::count_exponents(vals, &mut table);
+                }
+            });
+            V::T::fold_exponents(&table, &mut acc.exponents);
+            progress.add(bytes);
+        },
+        |mut a, b| {
+            a.specials.merge(&b.specials);
+            a.moments.merge(&b.moments);
+            for (x, y) in a.exponents.iter_mut().zip(&b.exponents) {
+                *x += y;
+            }
+            a
+        },
+    )?;
+    let sp = p1.specials;
+    let finite_count = n - sp.nan - sp.pos_inf - sp.neg_inf;
+    let figures = p1.moments.figures();
+    let has_values = finite_count > 0;
+    let mut stats = ValueStats {
+        count: n,
+        finite: finite_count,
+        nan: sp.nan,
+        pos_inf: sp.pos_inf,
+        neg_inf: sp.neg_inf,
+        zeros: sp.zeros,
+        subnormals: sp.subnormals,
+        min: has_values.then(|| Scalar::float(sp.min)),
+        max: has_values.then(|| Scalar::float(sp.max)),
+        mean: figures.and_then(|f| finite(f.mean)),
+        std: figures.and_then(|f| finite(f.std)),
+        abs_mean: figures.and_then(|f| finite(f.abs_mean)),
+        l2_norm: figures.and_then(|f| finite(f.l2_norm)),
+        quantiles: None,
+        quantile_error: None,
+        histogram: None,
+        log2_histogram: None,
+        code_histogram: None,
+        true_count: None,
+    };
+    if !full {
+        return Ok(stats);
+    }
+    let tiny = view.smallest_normal();
+    let exponents = p1.exponents.iter().enumerate().filter_map(|(field, &c)| {
+        let e = field as i32 - V::T::BIAS;
+        (field > 0 && field < V::T::MAX_FIELD && super::moments::ldexp(1.0, e) >= tiny)
+            .then_some((e, c))
+    });
+    stats.log2_histogram = Some(log2_histogram(exponents, sp.zeros, sp.subnormals));
+    if !has_values {
+        stats.histogram = Some(empty_histogram());
+        stats.quantiles = Some(Quantiles([None; 9]));
+        return Ok(stats);
+    }
+    let bins = FloatBins::new(sp.min, sp.max, options.bins());
+    let len = bins.len();
+    let counts = par_chunks(
+        n,
+        chunk,
+        cancel,
+        || vec![0u64; len],
+        |acc, range| {
+            let bytes = (range.end - range.start) * view.element_bytes();
+            let mut tables = vec![0u32; 4 * len];
+            for_each_block(view, range, |vals| {
+                histogram_block(vals, &bins, &mut tables);
+            });
+            for t in tables.chunks(len.max(1)) {
+                for (x, &c) in acc.iter_mut().zip(t) {
+                    *x += u64::from(c);
+                }
+            }
+            progress.add(bytes);
+        },
+        |mut a, b| {
+            for (x, y) in a.iter_mut().zip(&b) {
+                *x += y;
+            }
+            a
+        },
+    )?;
+    let located = bins_of_quantiles(&counts, finite_count);
+    let edges = bins.edges();
+    let mut q = [None; 9];
+    match options.quantiles {
+        QuantileMode::FromHistogram => {
+            let mut error = 0f64;
+            for (slot, loc) in q.iter_mut().zip(&located) {
+                if let Some((bin, _)) = *loc
+                    && let (Some(&lo), Some(&hi)) = (edges.get(bin), edges.get(bin + 1))
+                {
+                    let mid = lo * 0.5 + hi * 0.5;
+                    error = error.max(hi * 0.5 - lo * 0.5);
+                    *slot = Some(Scalar::float(mid));
+                }
+            }
+            stats.quantile_error = Some(error);
+        }
+        QuantileMode::Exact => {
+            let mut targets = Vec::new();
+            let mut slots = Vec::new();
+            for (i, loc) in located.iter().enumerate() {
+                let Some((bin, rank)) = *loc else { continue };
+                let (Some(&lo), Some(&hi)) = (edges.get(bin), edges.get(bin + 1)) else {
+                    continue;
+                };
+                let lo_key = if bin == 0 {
+                    V::T::at_or_above(sp.min).key()
+                } else {
+                    V::T::at_or_above(lo).key()
+                };
+                let hi_key = if bin + 1 == len {
+                    // The last bin holds the maximum; +0 sits above −0.
+                    let max = if sp.max == 0.0 { 0.0 } else { sp.max };
+                    V::T::from_f64(max).key()
+                } else {
+                    V::T::below(hi).key()
+                };
+                targets.push(Target {
+                    lo: lo_key,
+                    hi: hi_key.max(lo_key),
+                    rank,
+                    count: counts.get(bin).copied().unwrap_or(0),
+                });
+                slots.push(i);
+            }
+            let keys = refine(&Keys { view, chunk }, &targets, cancel)?;
+            for (i, k) in slots.into_iter().zip(keys) {
+                if let Some(slot) = q.get_mut(i) {
+                    *slot = Some(Scalar::float(V::T::from_key(k).to_f64()));
+                }
+            }
+        }
+    }
+    debug_assert_eq!(q.len(), QUANTILES.len());
+    stats.quantiles = Some(Quantiles(q));
+    stats.histogram = Some(Histogram {
+        edges: edges.to_vec(),
+        counts,
+    });
+    Ok(stats)
+}
+
+/// The keys of the finite values of a view.
+struct Keys<'a, V> {
+    view: &'a V,
+    chunk: u64,
+}
+
+impl<V: View> KeySource for Keys<'_, V> {
+    fn len(&self) -> u64 {
+        self.view.len()
+    }
+    fn chunk_elems(&self) -> u64 {
+        self.chunk
+    }
+    fn for_each_block(&self, range: Range<u64>, f: &mut dyn FnMut(&[u64])) {
+        let mut keys = [0u64; BLOCK];
+        for_each_block(self.view, range, |vals| {
+            let mut n = 0;
+            for &x in vals {
+                if x.finite()
+                    && let Some(slot) = keys.get_mut(n)
+                {
+                    *slot = x.key();
+                    n += 1;
+                }
+            }
+            f(keys.get(..n).unwrap_or(&[]));
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_preserve_order_and_round_trip() {
+        let xs = [
+            f32::NEG_INFINITY,
+            -3.5,
+            -1e-45,
+            -0.0,
+            0.0,
+            1e-45,
+            2.0,
+            f32::MAX,
+        ];
+        for w in xs.windows(2) {
+            assert!(w[0].key() < w[1].key(), "{} {}", w[0], w[1]);
+        }
+        for x in xs {
+            assert_eq!(f32::from_key(x.key()).to_bits(), x.to_bits());
+        }
+        let ys = [f64::MIN, -1.0, -0.0, 0.0, 5e-324, 1.0, f64::MAX];
+        for w in ys.windows(2) {
+            assert!(w[0].key() < w[1].key());
+        }
+        for y in ys {
+            assert_eq!(f64::from_key(y.key()).to_bits(), y.to_bits());
+        }
+        let up = f32::at_or_above(0.1);
+        assert!(f64::from(up) >= 0.1 && f64::from(up.next_down()) < 0.1);
+        assert!(f64::from(f32::below(0.1)) < 0.1);
+        assert_eq!(f32::at_or_above(0.0).to_bits(), (-0.0f32).to_bits());
+        assert_eq!(f32::below(0.0), -1e-45);
+    }
+
+    #[test]
+    fn magnitudes() {
+        assert_eq!(magnitude(3.0, -4.0), 5.0);
+        assert_eq!(magnitude(f32::INFINITY, f32::NAN), f64::INFINITY);
+        assert!(magnitude(f32::NAN, 1.0).is_nan());
+    }
+}

@@ -1,0 +1,492 @@
+//! The hot loops: one block of decoded values (a few thousand, in a stack
+//! buffer that stays in L1) at a time, or raw bytes for code counting.
+//!
+//! Written as simple loops over fixed-width lanes so that the compiler
+//! vectorises them for the baseline x86-64 target without `unsafe`
+//! intrinsics. Every loop takes any input: NaN and Inf are split off
+//! before the arithmetic, and nothing indexes out of bounds.
+
+use super::bins::FloatBins;
+use super::moments::{Moments, ldexp};
+
+/// Values per block: the decode buffer and the lanes' partial sums stay in
+/// L1, and a block's lane sums stay accurate (≤ 512 terms per lane).
+pub(crate) const BLOCK: usize = 2048;
+
+/// Independent lanes of the reductions.
+const LANES: usize = 4;
+
+/// Counts of the special values in a block, and its finite range.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Specials {
+    /// NaN values.
+    pub nan: u64,
+    /// +Inf values.
+    pub pos_inf: u64,
+    /// −Inf values.
+    pub neg_inf: u64,
+    /// ±0 values.
+    pub zeros: u64,
+    /// Non-zero values below the smallest normal number of the value type.
+    pub subnormals: u64,
+    /// Smallest finite value (+Inf when there is none).
+    pub min: f64,
+    /// Largest finite value (−Inf when there is none).
+    pub max: f64,
+}
+
+impl Default for Specials {
+    fn default() -> Self {
+        Self {
+            nan: 0,
+            pos_inf: 0,
+            neg_inf: 0,
+            zeros: 0,
+            subnormals: 0,
+            min: f64::INFINITY,
+            max: f64::NEG_INFINITY,
+        }
+    }
+}
+
+impl Specials {
+    /// Adds another block's counts and range.
+    pub fn merge(&mut self, o: &Specials) {
+        self.nan += o.nan;
+        self.pos_inf += o.pos_inf;
+        self.neg_inf += o.neg_inf;
+        self.zeros += o.zeros;
+        self.subnormals += o.subnormals;
+        // −0 and +0 are equal; keep the first seen (callers print +0).
+        if o.min < self.min {
+            self.min = o.min;
+        }
+        if o.max > self.max {
+            self.max = o.max;
+        }
+    }
+}
+
+/// A value type the float kernels work on.
+pub(crate) trait Lane: Copy + Default + PartialOrd + Send + Sync + 'static {
+    /// Widens exactly to f64.
+    fn to_f64(self) -> f64;
+    /// Whether the value is finite.
+    fn finite(self) -> bool;
+}
+
+impl Lane for f32 {
+    #[inline]
+    fn to_f64(self) -> f64 {
+        f64::from(self)
+    }
+    #[inline]
+    fn finite(self) -> bool {
+        self.is_finite()
+    }
+}
+
+impl Lane for f64 {
+    #[inline]
+    fn to_f64(self) -> f64 {
+        self
+    }
+    #[inline]
+    fn finite(self) -> bool {
+        self.is_finite()
+    }
+}
+
+/// Moves the finite values of `vals` to the front of `out` and counts the
+/// others; returns how many finite values there are.
+fn split_finite<T: Lane>(vals: &[T], out: &mut [T], sp: &mut Specials) -> usize {
+    let mut n = 0;
+    for &x in vals {
+        if x.finite() {
+            if let Some(slot) = out.get_mut(n) {
+                *slot = x;
+                n += 1;
+            }
+        } else {
+            let v = x.to_f64();
+            if v.is_nan() {
+                sp.nan += 1;
+            } else if v > 0.0 {
+                sp.pos_inf += 1;
+            } else {
+                sp.neg_inf += 1;
+            }
+        }
+    }
+    n
+}
+
+/// Summarises a block of f32 values: specials, range and moments.
+pub(crate) fn block_f32(vals: &[f32]) -> (Specials, Moments) {
+    let mut sp = Specials::default();
+    let mut nonfinite = [0u32; LANES];
+    let mut tiny = [0u32; LANES];
+    let mut zero = [0u32; LANES];
+    let mut mn = [f32::INFINITY; LANES];
+    let mut mx = [f32::NEG_INFINITY; LANES];
+    let (chunks, rest) = vals.as_chunks::<LANES>();
+    for c in chunks {
+        for j in 0..LANES {
+            let x = c[j];
+            let a = x.to_bits() & 0x7fff_ffff;
+            nonfinite[j] += u32::from(a >= 0x7f80_0000);
+            tiny[j] += u32::from(a < 0x0080_0000);
+            zero[j] += u32::from(a == 0);
+            mn[j] = if x < mn[j] { x } else { mn[j] };
+            mx[j] = if x > mx[j] { x } else { mx[j] };
+        }
+    }
+    for &x in rest {
+        let a = x.to_bits() & 0x7fff_ffff;
+        nonfinite[0] += u32::from(a >= 0x7f80_0000);
+        tiny[0] += u32::from(a < 0x0080_0000);
+        zero[0] += u32::from(a == 0);
+        mn[0] = if x < mn[0] { x } else { mn[0] };
+        mx[0] = if x > mx[0] { x } else { mx[0] };
+    }
+    if nonfinite.iter().any(|&c| c != 0) {
+        let mut finite = [0f32; BLOCK];
+        let mut out = Moments::default();
+        for part in vals.chunks(BLOCK) {
+            let n = split_finite(part, &mut finite, &mut sp);
+            let (s, m) = block_f32(finite.get(..n).unwrap_or(&[]));
+            sp.merge(&s);
+            out.merge(&m);
+        }
+        return (sp, out);
+    }
+    let zeros: u32 = zero.iter().sum();
+    let tinies: u32 = tiny.iter().sum();
+    sp.zeros = u64::from(zeros);
+    sp.subnormals = u64::from(tinies.saturating_sub(zeros));
+    for j in 0..LANES {
+        sp.min = sp.min.min(f64::from(mn[j]));
+        sp.max = sp.max.max(f64::from(mx[j]));
+    }
+    (sp, moments_of(vals, 1.0, 0))
+}
+
+/// Lane-wise sums of a block of finite values, each multiplied by `scale`
+/// (a power of two, `2^−exp`): Σx, Σ|x|, and Σd, Σd² for d = x − x₀.
+#[inline]
+fn moments_of<T: Lane>(vals: &[T], scale: f64, exp: i32) -> Moments {
+    let Some(&first) = vals.first() else {
+        return Moments::default();
+    };
+    let shift = first.to_f64() * scale;
+    let mut sx = [0f64; LANES];
+    let mut sa = [0f64; LANES];
+    let mut sd = [0f64; LANES];
+    let mut sd2 = [0f64; LANES];
+    let (chunks, rest) = vals.as_chunks::<LANES>();
+    for c in chunks {
+        for j in 0..LANES {
+            let x = c[j].to_f64() * scale;
+            let d = x - shift;
+            sx[j] += x;
+            sa[j] += x.abs();
+            sd[j] += d;
+            sd2[j] += d * d;
+        }
+    }
+    for &v in rest {
+        let x = v.to_f64() * scale;
+        let d = x - shift;
+        sx[0] += x;
+        sa[0] += x.abs();
+        sd[0] += d;
+        sd2[0] += d * d;
+    }
+    let total = |a: [f64; LANES]| (a[0] + a[1]) + (a[2] + a[3]);
+    Moments::from_block(
+        vals.len() as u64,
+        exp,
+        shift,
+        [total(sx), total(sa), total(sd), total(sd2)],
+    )
+}
+
+/// Summarises a block of f64 values. Squares of values beyond 2^±400 would
+/// overflow or underflow, so such blocks are scaled by a power of two.
+/// `smallest_normal` decides what counts as subnormal (f64's own for F64
+/// tensors, f32's for complex magnitudes).
+pub(crate) fn block_f64(vals: &[f64], smallest_normal: f64) -> (Specials, Moments) {
+    let mut sp = Specials::default();
+    let mut nonfinite = [0u32; LANES];
+    let mut tiny = [0u32; LANES];
+    let mut zero = [0u32; LANES];
+    let mut mn = [f64::INFINITY; LANES];
+    let mut mx = [f64::NEG_INFINITY; LANES];
+    let (chunks, rest) = vals.as_chunks::<LANES>();
+    for c in chunks {
+        for j in 0..LANES {
+            let x = c[j];
+            let a = x.abs();
+            nonfinite[j] += u32::from(!x.is_finite());
+            tiny[j] += u32::from(a < smallest_normal);
+            zero[j] += u32::from(a == 0.0);
+            mn[j] = if x < mn[j] { x } else { mn[j] };
+            mx[j] = if x > mx[j] { x } else { mx[j] };
+        }
+    }
+    for &x in rest {
+        let a = x.abs();
+        nonfinite[0] += u32::from(!x.is_finite());
+        tiny[0] += u32::from(a < smallest_normal);
+        zero[0] += u32::from(a == 0.0);
+        mn[0] = if x < mn[0] { x } else { mn[0] };
+        mx[0] = if x > mx[0] { x } else { mx[0] };
+    }
+    if nonfinite.iter().any(|&c| c != 0) {
+        let mut finite = [0f64; BLOCK];
+        let mut out = Moments::default();
+        for part in vals.chunks(BLOCK) {
+            let n = split_finite(part, &mut finite, &mut sp);
+            let (s, m) = block_f64(finite.get(..n).unwrap_or(&[]), smallest_normal);
+            sp.merge(&s);
+            out.merge(&m);
+        }
+        return (sp, out);
+    }
+    let zeros: u32 = zero.iter().sum();
+    let tinies: u32 = tiny.iter().sum();
+    sp.zeros = u64::from(zeros);
+    sp.subnormals = u64::from(tinies.saturating_sub(zeros));
+    for j in 0..LANES {
+        sp.min = sp.min.min(mn[j]);
+        sp.max = sp.max.max(mx[j]);
+    }
+    let largest = sp.min.abs().max(sp.max.abs());
+    // 2^−exp must itself be a finite f64: exp ≥ −1023.
+    let exp = if largest > ldexp(1.0, 400) || (largest > 0.0 && largest < ldexp(1.0, -400)) {
+        super::bins::exponent_f64(largest).max(-1023)
+    } else {
+        0
+    };
+    (sp, moments_of(vals, ldexp(1.0, -exp), exp))
+}
+
+/// Counts the exponent fields of f32 values (`bits >> 23 & 0xff`) into four
+/// interleaved tables of 256 counters (`table.len()` ≥ 1024).
+pub(crate) fn exponents_f32(vals: &[f32], table: &mut [u32]) {
+    let field = |x: &f32| ((x.to_bits() >> 23) & 0xff) as usize;
+    if let [t0, t1, t2, t3, ..] = table.as_chunks_mut::<256>().0 {
+        let (chunks, rest) = vals.as_chunks::<4>();
+        for c in chunks {
+            t0[field(&c[0])] += 1;
+            t1[field(&c[1])] += 1;
+            t2[field(&c[2])] += 1;
+            t3[field(&c[3])] += 1;
+        }
+        for x in rest {
+            t0[field(x)] += 1;
+        }
+    }
+}
+
+/// Counts the exponent fields of f64 values (`table[bits >> 52 & 0x7ff]`).
+pub(crate) fn exponents_f64(vals: &[f64], table: &mut [u32]) {
+    for x in vals {
+        if let Some(slot) = table.get_mut(((x.to_bits() >> 52) & 0x7ff) as usize) {
+            *slot += 1;
+        }
+    }
+}
+
+/// Adds the finite values of a block to a linear histogram kept as four
+/// interleaved tables of `bins.len()` counters each (`tables.len()` must be
+/// `4 · bins.len()`).
+pub(crate) fn histogram_block<T: Lane>(vals: &[T], bins: &FloatBins, tables: &mut [u32]) {
+    let mut all_finite = true;
+    for &x in vals {
+        all_finite &= x.finite();
+    }
+    if !all_finite {
+        let mut finite = [T::default(); BLOCK];
+        for part in vals.chunks(BLOCK) {
+            let n = split_finite(part, &mut finite, &mut Specials::default());
+            histogram_block(finite.get(..n).unwrap_or(&[]), bins, tables);
+        }
+        return;
+    }
+    let len = bins.len();
+    let mut guess = [0u32; BLOCK];
+    for part in vals.chunks(BLOCK) {
+        bins.guess_block(part, &mut guess);
+        for (k, (&g, &x)) in guess.iter().zip(part).enumerate() {
+            let x = x.to_f64();
+            let g = g as usize;
+            let i = if bins.holds(g, x) { g } else { bins.search(x) };
+            if let Some(slot) = tables.get_mut((k & 3) * len + i) {
+                *slot += 1;
+            }
+        }
+    }
+}
+
+/// Counts byte values into four interleaved tables.
+pub(crate) fn count_bytes(bytes: &[u8], tables: &mut [[u32; 256]; 4]) {
+    let (chunks, rest) = bytes.as_chunks::<4>();
+    for c in chunks {
+        for (t, &b) in tables.iter_mut().zip(c) {
+            t[usize::from(b)] += 1;
+        }
+    }
+    for &b in rest {
+        tables[0][usize::from(b)] += 1;
+    }
+}
+
+/// Counts little-endian u16 codes into one table of 65536 counters.
+pub(crate) fn count_u16(bytes: &[u8], table: &mut [u32]) {
+    let (codes, _) = bytes.as_chunks::<2>();
+    if table.len() < 1 << 16 {
+        return;
+    }
+    for c in codes {
+        if let Some(slot) = table.get_mut(usize::from(u16::from_le_bytes(*c))) {
+            *slot += 1;
+        }
+    }
+}
+
+/// Counts packed six-bit codes, four per three bytes, into four tables of 64.
+/// `msb_first` selects the big-endian bit stream. Trailing bytes that do not
+/// make a whole group are left to the caller.
+pub(crate) fn count_f6(bytes: &[u8], msb_first: bool, tables: &mut [[u32; 64]; 4]) {
+    let (groups, _) = bytes.as_chunks::<3>();
+    for &[b0, b1, b2] in groups {
+        let (b0, b1, b2) = (u32::from(b0), u32::from(b1), u32::from(b2));
+        let codes = if msb_first {
+            let w = (b0 << 16) | (b1 << 8) | b2;
+            [w >> 18, w >> 12, w >> 6, w]
+        } else {
+            let w = b0 | (b1 << 8) | (b2 << 16);
+            [w, w >> 6, w >> 12, w >> 18]
+        };
+        for (t, c) in tables.iter_mut().zip(codes) {
+            t[(c & 63) as usize] += 1;
+        }
+    }
+}
+
+/// Counts how many of `keys` fall in each of a few inclusive intervals
+/// `[lo, lo + span]`: `sink(interval, key)` is called for each hit.
+#[inline]
+pub(crate) fn for_each_hit(
+    keys: &[u64],
+    intervals: &[(u64, u64)],
+    mut sink: impl FnMut(usize, u64),
+) {
+    for &k in keys {
+        for (i, &(lo, span)) in intervals.iter().enumerate() {
+            if k.wrapping_sub(lo) <= span {
+                sink(i, k);
+            }
+        }
+    }
+}
+
+impl FloatBins {
+    /// First guesses of the bins of a block of finite values (checked and
+    /// corrected against the edges by the caller).
+    #[inline]
+    pub(crate) fn guess_block<T: Lane>(&self, vals: &[T], out: &mut [u32]) {
+        let (origin, scale, halve) = self.guess_params();
+        let last = self.len().saturating_sub(1) as u32;
+        if halve {
+            for (o, &x) in out.iter_mut().zip(vals) {
+                let g = (x.to_f64() * 0.5 - origin * 0.5) * scale;
+                *o = (g as u32).min(last);
+            }
+        } else {
+            for (o, &x) in out.iter_mut().zip(vals) {
+                let g = (x.to_f64() - origin) * scale;
+                *o = (g as u32).min(last);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn f32_blocks_split_specials_off() {
+        let vals = [
+            1.0f32,
+            f32::NAN,
+            -2.0,
+            f32::INFINITY,
+            0.0,
+            -0.0,
+            1e-40,
+            f32::NEG_INFINITY,
+            3.0,
+        ];
+        let (sp, m) = block_f32(&vals);
+        assert_eq!(
+            (sp.nan, sp.pos_inf, sp.neg_inf, sp.zeros, sp.subnormals),
+            (1, 1, 1, 2, 1)
+        );
+        assert_eq!((sp.min, sp.max), (-2.0, 3.0));
+        assert_eq!(m.count(), 6);
+        let f = m.figures().expect("values");
+        let want = (1.0 - 2.0 + 3.0 + f64::from(1e-40f32)) / 6.0;
+        assert!((f.mean - want).abs() < 1e-16);
+        let (sp, m) = block_f32(&[]);
+        assert_eq!((sp.min, m.count()), (f64::INFINITY, 0));
+    }
+
+    #[test]
+    fn f64_blocks_scale_extremes() {
+        let vals = [f64::MAX, f64::MAX, -f64::MAX, 1.0];
+        let (sp, m) = block_f64(&vals, f64::MIN_POSITIVE);
+        assert_eq!((sp.min, sp.max), (-f64::MAX, f64::MAX));
+        let f = m.figures().expect("values");
+        assert!((f.mean - f64::MAX / 4.0).abs() <= f64::MAX * 1e-15);
+        assert!(f.std.is_finite() && f.std > 0.8 * f64::MAX);
+        assert!(f.l2_norm.is_infinite());
+        let tiny = [5e-324, 1e-320, 0.0];
+        let (sp, m) = block_f64(&tiny, f64::MIN_POSITIVE);
+        assert_eq!((sp.zeros, sp.subnormals), (1, 2));
+        let f = m.figures().expect("values");
+        assert!((f.mean - (5e-324 + 1e-320) / 3.0).abs() <= 5e-324, "{f:?}");
+        assert!(f.std > 0.0);
+    }
+
+    #[test]
+    fn histogram_tables_are_interleaved() {
+        let bins = FloatBins::new(0.0, 4.0, 4);
+        let vals = [0.0f32, 1.0, 2.0, 3.0, 4.0, f32::NAN, 0.5];
+        let mut tables = vec![0u32; 16];
+        histogram_block(&vals, &bins, &mut tables);
+        let counts: Vec<u32> = (0..4)
+            .map(|i| (0..4).map(|t| tables[t * 4 + i]).sum())
+            .collect();
+        assert_eq!(counts, [2, 1, 1, 2]);
+    }
+
+    #[test]
+    fn f6_groups() {
+        let mut tables = [[0u32; 64]; 4];
+        // LSB first: codes 1, 2, 3, 63.
+        count_f6(&[0x81, 0x30, 0xfc], false, &mut tables);
+        assert_eq!(
+            (tables[0][1], tables[1][2], tables[2][3], tables[3][63]),
+            (1, 1, 1, 1)
+        );
+        let mut tables = [[0u32; 64]; 4];
+        count_f6(&[0x04, 0x20, 0xff, 0x00], true, &mut tables);
+        assert_eq!(
+            (tables[0][1], tables[1][2], tables[2][3], tables[3][63]),
+            (1, 1, 1, 1)
+        );
+    }
+}

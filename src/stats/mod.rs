@@ -1,0 +1,712 @@
+//! Streaming statistics of tensors: counts of NaN, ±Inf, zeros and
+//! subnormals, the finite range, mean, standard deviation, mean |x|, L2
+//! norm, a linear and a log2 histogram, and nearest-rank quantiles, for
+//! every dtype (DESIGN.md, "Statistics semantics").
+//!
+//! The bytes are read where they are mapped, in chunks, and never turned
+//! into a whole-tensor array; memory use does not grow with the tensor.
+//!
+//! * Dtypes of 16 bits or fewer (BOOL, F4, F6, the F8s, U8, I8, U16, I16,
+//!   F16, BF16) count their raw codes (at most 65,536 counters) in one pass;
+//!   every figure is then derived from the counts, so histograms and
+//!   quantiles are exact ([`codes`]).
+//! * F32, F64 and the parts and magnitude of C64 take a first pass for the
+//!   counts, range and moments, a second for the linear histogram, and, for
+//!   exact quantiles, a few cheap passes that narrow the bins holding the
+//!   ranks down to single values ([`float`], [`refine`]).
+//! * I32, U32, I64 and U64 work the same way on exact integers ([`ints`]).
+//!
+//! Chunks of a tensor run in parallel on rayon's pool; [`scan`] also runs
+//! tensors in parallel. Long work takes a [`CancelToken`] (checked before
+//! every chunk of at most [`CHUNK_BYTES`]) and reports bytes read to a
+//! [`Progress`].
+
+mod bins;
+mod codes;
+mod float;
+mod ints;
+mod kernel;
+mod moments;
+mod refine;
+
+use std::ops::Range;
+
+use rayon::prelude::*;
+use serde::Serialize;
+use serde::ser::SerializeMap;
+
+pub use bins::{DEFAULT_BINS, MAX_BINS, QUANTILES, nearest_rank};
+
+use crate::dtype::decode::BitOrder;
+use crate::dtype::{Dtype, DtypeKind};
+use crate::format::{Checkpoint, LoadError, TensorInfo, TensorRef};
+use crate::jobs::{CancelToken, Cancelled, Progress};
+
+/// Bytes read between two cancellation checks (per thread), and the unit
+/// of parallel work inside a tensor. A multiple of 24 so that every chunk
+/// holds whole elements of every dtype (F6 packs 4 elements in 3 bytes).
+pub const CHUNK_BYTES: u64 = 8 * 1024 * 1024 - (8 * 1024 * 1024) % 24;
+
+/// How much to compute.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Detail {
+    /// Everything: counts, moments, histograms and quantiles.
+    #[default]
+    Full,
+    /// Counts, range and moments only: no histogram, no quantiles (one pass
+    /// over the data for every dtype).
+    MomentsOnly,
+}
+
+/// How F32, F64 and C64 quantiles are found (every other dtype's are
+/// exact by construction).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum QuantileMode {
+    /// Exact nearest-rank values, found by narrowing the linear bin that
+    /// holds each rank in a few extra passes over the data.
+    #[default]
+    Exact,
+    /// The middle of the linear bin that holds each rank, with
+    /// `quantile_error` bounding the distance to the exact value.
+    FromHistogram,
+}
+
+/// Parameters of a statistics run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct StatsOptions {
+    /// Linear histogram bins (1..=[`MAX_BINS`]; default [`DEFAULT_BINS`]).
+    pub bins: usize,
+    /// What to compute.
+    pub detail: Detail,
+    /// How F32/F64/C64 quantiles are found.
+    pub quantiles: QuantileMode,
+    /// Bit order of packed F6 elements.
+    pub bit_order: BitOrder,
+}
+
+impl Default for StatsOptions {
+    fn default() -> Self {
+        Self {
+            bins: DEFAULT_BINS,
+            detail: Detail::Full,
+            quantiles: QuantileMode::Exact,
+            bit_order: BitOrder::LsbFirst,
+        }
+    }
+}
+
+impl StatsOptions {
+    fn full(&self) -> bool {
+        self.detail == Detail::Full
+    }
+
+    fn bins(&self) -> usize {
+        self.bins.clamp(1, MAX_BINS)
+    }
+}
+
+/// A number in the output: a float, or an exact integer (integer dtypes'
+/// min, max and quantiles, also beyond 2^53).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Scalar {
+    /// A float value (−0 is written as 0).
+    Float(f64),
+    /// A signed integer.
+    Int(i64),
+    /// An unsigned integer.
+    UInt(u64),
+}
+
+impl Scalar {
+    /// The value as f64 (integers beyond 2^53 round to nearest).
+    pub fn to_f64(self) -> f64 {
+        match self {
+            Scalar::Float(x) => x,
+            Scalar::Int(i) => i as f64,
+            Scalar::UInt(u) => u as f64,
+        }
+    }
+
+    /// A float scalar with −0 written as +0.
+    fn float(x: f64) -> Self {
+        Scalar::Float(if x == 0.0 { 0.0 } else { x })
+    }
+
+    /// An exact integer scalar.
+    fn int(v: i128) -> Self {
+        match i64::try_from(v) {
+            Ok(i) => Scalar::Int(i),
+            Err(_) => u64::try_from(v).map_or(Scalar::Float(v as f64), Scalar::UInt),
+        }
+    }
+
+    /// The absolute value (exact for integers).
+    fn abs(self) -> Self {
+        match self {
+            Scalar::Float(x) => Scalar::Float(x.abs()),
+            Scalar::Int(i) => Scalar::int(i128::from(i).abs()),
+            Scalar::UInt(u) => Scalar::UInt(u),
+        }
+    }
+}
+
+impl Serialize for Scalar {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match *self {
+            Scalar::Float(x) if x.is_finite() => s.serialize_f64(x),
+            Scalar::Float(_) => s.serialize_none(),
+            Scalar::Int(i) => s.serialize_i64(i),
+            Scalar::UInt(u) => s.serialize_u64(u),
+        }
+    }
+}
+
+/// The nine quantiles of [`QUANTILES`], in that order; `None` when there is
+/// no finite value.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Quantiles(pub [Option<Scalar>; 9]);
+
+impl Quantiles {
+    /// The quantile named as in the JSON (`"p50"`).
+    pub fn get(&self, name: &str) -> Option<Scalar> {
+        QUANTILES
+            .iter()
+            .position(|(n, _)| *n == name)
+            .and_then(|i| self.0.get(i).copied().flatten())
+    }
+}
+
+impl Serialize for Quantiles {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(QUANTILES.len()))?;
+        for ((name, _), value) in QUANTILES.iter().zip(&self.0) {
+            map.serialize_entry(name, value)?;
+        }
+        map.end()
+    }
+}
+
+/// A linear histogram of the finite values: `counts[i]` values lie in
+/// `[edges[i], edges[i+1])`, the last bin also holding the maximum.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Histogram {
+    /// `counts.len() + 1` edges (empty with no finite value).
+    pub edges: Vec<f64>,
+    /// Values per bin.
+    pub counts: Vec<u64>,
+}
+
+/// How many finite, non-zero, normal values lie in `[2^e, 2^(e+1))` by
+/// magnitude, for every `e` from the smallest to the largest present.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Log2Histogram {
+    /// Consecutive binary exponents.
+    pub exponents: Vec<i32>,
+    /// Values per exponent.
+    pub counts: Vec<u64>,
+    /// ±0 values (not in the bins).
+    pub zeros: u64,
+    /// Subnormal values of the dtype (not in the bins).
+    pub subnormals: u64,
+}
+
+/// One bin per representable finite value of an 8-bit-or-smaller float
+/// (±0 merged), in ascending order.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CodeHistogram {
+    /// Every finite value the dtype can represent.
+    pub values: Vec<f64>,
+    /// How many elements hold each.
+    pub counts: Vec<u64>,
+}
+
+/// Statistics of one sequence of values (a tensor, or a part of a complex
+/// tensor). Figures that are not finite, or have no finite value to
+/// describe, are `None` (`null` in JSON).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ValueStats {
+    /// Every element, NaN and Inf included.
+    pub count: u64,
+    /// Finite elements.
+    pub finite: u64,
+    /// NaN elements.
+    pub nan: u64,
+    /// +Inf elements.
+    pub pos_inf: u64,
+    /// −Inf elements.
+    pub neg_inf: u64,
+    /// ±0 elements.
+    pub zeros: u64,
+    /// Subnormal elements (of the dtype's own format).
+    pub subnormals: u64,
+    /// Smallest finite value.
+    pub min: Option<Scalar>,
+    /// Largest finite value.
+    pub max: Option<Scalar>,
+    /// Mean of the finite values.
+    pub mean: Option<f64>,
+    /// Population standard deviation of the finite values.
+    pub std: Option<f64>,
+    /// Mean of |x| over the finite values.
+    pub abs_mean: Option<f64>,
+    /// sqrt(Σx²) over the finite values.
+    pub l2_norm: Option<f64>,
+    /// Nearest-rank quantiles (`None` with [`Detail::MomentsOnly`]).
+    pub quantiles: Option<Quantiles>,
+    /// Bound on |reported − exact| when the quantiles are not exact.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quantile_error: Option<f64>,
+    /// Linear histogram (`None` with [`Detail::MomentsOnly`]).
+    pub histogram: Option<Histogram>,
+    /// Log2-magnitude histogram (`None` with [`Detail::MomentsOnly`]).
+    pub log2_histogram: Option<Log2Histogram>,
+    /// One bin per representable value (floats of 8 bits or fewer).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code_histogram: Option<CodeHistogram>,
+    /// BOOL: elements that are true (non-zero bytes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub true_count: Option<u64>,
+}
+
+/// Statistics of one tensor.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TensorStats {
+    /// Tensor name.
+    pub name: String,
+    /// Dtype.
+    pub dtype: Dtype,
+    /// Shape.
+    pub shape: Vec<u64>,
+    /// The shard file holding it (sharded models only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shard: Option<String>,
+    /// The figures; for C64 they describe the magnitude |z|.
+    #[serde(flatten)]
+    pub values: ValueStats,
+    /// C64: the real parts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub real: Option<Box<ValueStats>>,
+    /// C64: the imaginary parts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub imag: Option<Box<ValueStats>>,
+}
+
+/// What a whole scan found.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Summary {
+    /// Tensors scanned.
+    pub tensor_count: usize,
+    /// Their elements.
+    pub element_count: u64,
+    /// Their bytes.
+    pub data_bytes: u64,
+    /// Elements that are NaN, over every tensor.
+    pub nan_count: u64,
+    /// Elements that are ±Inf, over every tensor.
+    pub inf_count: u64,
+    /// Tensors holding any NaN or Inf (C64: in either part).
+    pub nonfinite_tensors: Vec<String>,
+    /// Tensors with at least one element, every one zero.
+    pub all_zero_tensors: Vec<String>,
+    /// The largest finite |value| over every tensor (C64: |z|).
+    pub max_abs: Option<Scalar>,
+    /// The tensor holding it.
+    pub max_abs_tensor: Option<String>,
+}
+
+/// Statistics of the tensors of a checkpoint, and a summary.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ScanReport {
+    /// One entry per tensor scanned, in the order asked for.
+    pub tensors: Vec<TensorStats>,
+    /// What stands out.
+    pub summary: Summary,
+}
+
+/// Why statistics could not be computed.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum StatsError {
+    /// The run was cancelled (an outcome, not a failure).
+    #[error("cancelled")]
+    Cancelled,
+    /// A file changed or cannot be read any more.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+}
+
+impl From<Cancelled> for StatsError {
+    fn from(_: Cancelled) -> Self {
+        StatsError::Cancelled
+    }
+}
+
+/// Progress units (bytes read) that [`stats_of`] reports for a tensor of
+/// `nbytes` bytes: one pass for dtypes of 16 bits or fewer, two for the
+/// others with [`Detail::Full`], three times that for C64 (real part,
+/// imaginary part, magnitude). Exact-quantile passes are not counted.
+pub fn planned_work(dtype: Dtype, nbytes: u64, options: &StatsOptions) -> u64 {
+    let passes = if dtype.bits() <= 16 || !options.full() {
+        1
+    } else {
+        2
+    };
+    let views = if dtype == Dtype::C64 { 3 } else { 1 };
+    nbytes.saturating_mul(passes * views)
+}
+
+/// Statistics of the values of one tensor, whose header entry is `info` and
+/// whose bytes are `bytes` (a slice of the mapped file). Adds the bytes it
+/// reads to `progress` (see [`planned_work`]) without setting its total.
+pub fn stats_of(
+    info: &TensorInfo,
+    bytes: &[u8],
+    options: &StatsOptions,
+    cancel: &CancelToken,
+    progress: &Progress,
+) -> Result<TensorStats, Cancelled> {
+    cancel.check()?;
+    let dtype = info.dtype;
+    let (values, real, imag) = match dtype {
+        Dtype::F32 => (
+            float::stats(&float::F32View(bytes), options, cancel, progress)?,
+            None,
+            None,
+        ),
+        Dtype::F64 => (
+            float::stats(&float::F64View(bytes), options, cancel, progress)?,
+            None,
+            None,
+        ),
+        Dtype::C64 => {
+            let re = float::stats(
+                &float::C64Part { bytes, imag: false },
+                options,
+                cancel,
+                progress,
+            )?;
+            let im = float::stats(
+                &float::C64Part { bytes, imag: true },
+                options,
+                cancel,
+                progress,
+            )?;
+            let mag = float::stats(&float::C64Abs(bytes), options, cancel, progress)?;
+            (mag, Some(Box::new(re)), Some(Box::new(im)))
+        }
+        Dtype::I32 | Dtype::U32 | Dtype::I64 | Dtype::U64 => (
+            ints::stats(dtype, bytes, options, cancel, progress)?,
+            None,
+            None,
+        ),
+        _ => (
+            codes::stats(dtype, bytes, options, cancel, progress)?,
+            None,
+            None,
+        ),
+    };
+    Ok(TensorStats {
+        name: info.name.clone(),
+        dtype,
+        shape: info.shape.clone(),
+        shard: None,
+        values,
+        real,
+        imag,
+    })
+}
+
+/// Statistics of one tensor of a checkpoint. Checks first that its file has
+/// not changed since it was mapped, and sets `progress`'s total.
+pub fn tensor_stats(
+    ck: &Checkpoint,
+    tensor: TensorRef,
+    options: &StatsOptions,
+    cancel: &CancelToken,
+    progress: &Progress,
+) -> Result<TensorStats, StatsError> {
+    let report = scan(ck, &[tensor], options, cancel, progress)?;
+    report
+        .tensors
+        .into_iter()
+        .next()
+        .ok_or(StatsError::Cancelled)
+}
+
+/// Statistics of the tensors `selection` of a checkpoint (all of them:
+/// `&ck.tensors`), computed in parallel, with a summary. Sets `progress`'s
+/// total to the bytes it will read and adds to it as it goes; checks that
+/// no file changed since it was mapped before reading.
+pub fn scan(
+    ck: &Checkpoint,
+    selection: &[TensorRef],
+    options: &StatsOptions,
+    cancel: &CancelToken,
+    progress: &Progress,
+) -> Result<ScanReport, StatsError> {
+    let mut shards: Vec<usize> = selection.iter().map(|t| t.shard).collect();
+    shards.sort_unstable();
+    shards.dedup();
+    for s in shards {
+        if let Some(shard) = ck.shards.get(s) {
+            shard.file.check_unchanged()?;
+        }
+    }
+    let total = selection
+        .iter()
+        .filter_map(|t| ck.info(*t))
+        .map(|i| planned_work(i.dtype, i.nbytes, options))
+        .fold(0u64, u64::saturating_add);
+    progress.set_total(total);
+    // Largest tensors first, so that the last ones to finish are small.
+    let mut order: Vec<usize> = (0..selection.len()).collect();
+    order.sort_by_key(|&i| {
+        std::cmp::Reverse(
+            selection
+                .get(i)
+                .and_then(|t| ck.info(*t))
+                .map_or(0, |i| i.nbytes),
+        )
+    });
+    let results: Vec<(usize, TensorStats)> = order
+        .par_iter()
+        .filter_map(|&i| {
+            let t = *selection.get(i)?;
+            let info = ck.info(t)?;
+            Some(
+                stats_of(info, ck.bytes(t), options, cancel, progress).map(|mut s| {
+                    if ck.is_sharded() {
+                        s.shard = ck.shards.get(t.shard).map(|sh| sh.name.clone());
+                    }
+                    (i, s)
+                }),
+            )
+        })
+        .collect::<Result<_, Cancelled>>()?;
+    let mut slots: Vec<Option<TensorStats>> = vec![None; selection.len()];
+    for (i, s) in results {
+        if let Some(slot) = slots.get_mut(i) {
+            *slot = Some(s);
+        }
+    }
+    let tensors: Vec<TensorStats> = slots.into_iter().flatten().collect();
+    let summary = summarize(&tensors, ck, selection);
+    Ok(ScanReport { tensors, summary })
+}
+
+fn summarize(tensors: &[TensorStats], ck: &Checkpoint, selection: &[TensorRef]) -> Summary {
+    let mut s = Summary {
+        tensor_count: tensors.len(),
+        element_count: 0,
+        data_bytes: selection
+            .iter()
+            .filter_map(|t| ck.info(*t))
+            .map(|i| i.nbytes)
+            .fold(0, u64::saturating_add),
+        nan_count: 0,
+        inf_count: 0,
+        nonfinite_tensors: Vec::new(),
+        all_zero_tensors: Vec::new(),
+        max_abs: None,
+        max_abs_tensor: None,
+    };
+    let mut best = f64::NEG_INFINITY;
+    for t in tensors {
+        let v = &t.values;
+        s.element_count = s.element_count.saturating_add(v.count);
+        let parts: Vec<&ValueStats> = match (&t.real, &t.imag) {
+            (Some(re), Some(im)) => vec![re, im],
+            _ => vec![v],
+        };
+        let nan: u64 = parts.iter().map(|p| p.nan).sum();
+        let inf: u64 = parts.iter().map(|p| p.pos_inf + p.neg_inf).sum();
+        s.nan_count = s.nan_count.saturating_add(nan);
+        s.inf_count = s.inf_count.saturating_add(inf);
+        if nan + inf > 0 {
+            s.nonfinite_tensors.push(t.name.clone());
+        }
+        if v.count > 0 && v.zeros == v.count {
+            s.all_zero_tensors.push(t.name.clone());
+        }
+        for m in [v.min, v.max].into_iter().flatten() {
+            let a = m.abs();
+            if a.to_f64() > best {
+                best = a.to_f64();
+                s.max_abs = Some(a);
+                s.max_abs_tensor = Some(t.name.clone());
+            }
+        }
+    }
+    s
+}
+
+/// Runs `fold` over the element ranges of `chunk_elems` elements that
+/// cover `0..len`, in parallel, checking `cancel` before each chunk, and
+/// merges the per-thread accumulators.
+pub(crate) fn par_chunks<A, I, F, M>(
+    len: u64,
+    chunk_elems: u64,
+    cancel: &CancelToken,
+    identity: I,
+    fold: F,
+    merge: M,
+) -> Result<A, Cancelled>
+where
+    A: Send,
+    I: Fn() -> A + Sync + Send,
+    F: Fn(&mut A, Range<u64>) + Sync + Send,
+    M: Fn(A, A) -> A + Sync + Send,
+{
+    let chunk = chunk_elems.max(1);
+    let count = usize::try_from(len.div_ceil(chunk)).unwrap_or(usize::MAX);
+    if count <= 1 {
+        cancel.check()?;
+        let mut acc = identity();
+        if len > 0 {
+            fold(&mut acc, 0..len);
+        }
+        return Ok(acc);
+    }
+    (0..count)
+        .into_par_iter()
+        .try_fold(&identity, |mut acc, i| {
+            cancel.check()?;
+            let start = (i as u64).saturating_mul(chunk);
+            fold(&mut acc, start..start.saturating_add(chunk).min(len));
+            Ok(acc)
+        })
+        .try_reduce(&identity, |a, b| Ok(merge(a, b)))
+}
+
+/// A finite f64, or `None`.
+fn finite(x: f64) -> Option<f64> {
+    x.is_finite().then_some(x)
+}
+
+/// The smallest positive normal value of a float dtype (values below it,
+/// but not zero, are subnormal); `None` for dtypes without subnormals.
+pub fn smallest_normal(dtype: Dtype) -> Option<f64> {
+    let e = match dtype {
+        Dtype::F64 => -1022,
+        Dtype::F32 | Dtype::BF16 | Dtype::C64 => -126,
+        Dtype::F16 | Dtype::F8E5M2 => -14,
+        Dtype::F8E4M3 => -6,
+        Dtype::F8E4M3Fnuz => -7,
+        Dtype::F8E5M2Fnuz => -15,
+        Dtype::F6E3M2 => -2,
+        Dtype::F6E2M3 | Dtype::F4 => 0,
+        _ => return None,
+    };
+    Some(moments::ldexp(1.0, e))
+}
+
+/// Whether values of `dtype` are reported as exact integers.
+fn is_integer(dtype: Dtype) -> bool {
+    matches!(
+        dtype.kind(),
+        DtypeKind::Bool | DtypeKind::Signed | DtypeKind::Unsigned
+    )
+}
+
+/// Builds the log2 histogram from `(exponent, count)` pairs in any order.
+fn log2_histogram(
+    pairs: impl Iterator<Item = (i32, u64)>,
+    zeros: u64,
+    subnormals: u64,
+) -> Log2Histogram {
+    let pairs: Vec<(i32, u64)> = pairs.filter(|&(_, c)| c > 0).collect();
+    let lo = pairs.iter().map(|p| p.0).min();
+    let hi = pairs.iter().map(|p| p.0).max();
+    let (exponents, counts) = match (lo, hi) {
+        (Some(lo), Some(hi)) => {
+            let exponents: Vec<i32> = (lo..=hi).collect();
+            let mut counts = vec![0u64; exponents.len()];
+            for (e, c) in pairs {
+                if let Some(slot) = usize::try_from(e - lo).ok().and_then(|i| counts.get_mut(i)) {
+                    *slot += c;
+                }
+            }
+            (exponents, counts)
+        }
+        _ => (Vec::new(), Vec::new()),
+    };
+    Log2Histogram {
+        exponents,
+        counts,
+        zeros,
+        subnormals,
+    }
+}
+
+/// An empty histogram (no finite value).
+fn empty_histogram() -> Histogram {
+    Histogram {
+        edges: Vec::new(),
+        counts: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scalars_serialize_exactly() {
+        let j = |s: Scalar| serde_json::to_string(&s).expect("json");
+        assert_eq!(j(Scalar::UInt(u64::MAX)), "18446744073709551615");
+        assert_eq!(j(Scalar::Int(i64::MIN)), "-9223372036854775808");
+        assert_eq!(j(Scalar::Float(f64::NAN)), "null");
+        assert_eq!(j(Scalar::float(-0.0)), "0.0");
+        assert_eq!(Scalar::Int(i64::MIN).abs(), Scalar::UInt(1 << 63));
+        assert_eq!(Scalar::int(-5), Scalar::Int(-5));
+        assert_eq!(Scalar::int(i128::from(u64::MAX)), Scalar::UInt(u64::MAX));
+    }
+
+    #[test]
+    fn smallest_normals_match_the_code_tables() {
+        use crate::dtype::decode::code_table;
+        for dtype in Dtype::ALL.into_iter().filter(|d| d.is_small_float()) {
+            let table = code_table(dtype).expect("small float");
+            let tiny = smallest_normal(dtype).unwrap_or(0.0);
+            let subnormals = table
+                .iter()
+                .filter(|v| v.is_finite() && **v != 0.0 && v.abs() < tiny)
+                .count();
+            let mantissa_bits = match dtype {
+                Dtype::F4 => 1,
+                Dtype::F6E2M3 | Dtype::F8E4M3 | Dtype::F8E4M3Fnuz => 3,
+                Dtype::F6E3M2 | Dtype::F8E5M2 | Dtype::F8E5M2Fnuz => 2,
+                _ => 0,
+            };
+            assert_eq!(subnormals, 2 * ((1 << mantissa_bits) - 1), "{dtype}");
+            if tiny > 0.0 {
+                // The smallest normal is itself a value of the dtype.
+                assert!(table.contains(&tiny), "{dtype}");
+            }
+        }
+    }
+
+    #[test]
+    fn chunks_cover_the_range_once() {
+        let cancel = CancelToken::new();
+        let total = par_chunks(
+            1000,
+            7,
+            &cancel,
+            || 0u64,
+            |acc, r| *acc += r.end - r.start,
+            |a, b| a + b,
+        )
+        .expect("not cancelled");
+        assert_eq!(total, 1000);
+        cancel.cancel();
+        assert!(par_chunks(1000, 7, &cancel, || 0u64, |_, _| {}, |a, b| a + b).is_err());
+    }
+
+    #[test]
+    fn log2_bins_are_consecutive() {
+        let h = log2_histogram([(3, 2), (-1, 1), (0, 0)].into_iter(), 4, 5);
+        assert_eq!(h.exponents, [-1, 0, 1, 2, 3]);
+        assert_eq!(h.counts, [1, 0, 0, 0, 2]);
+        assert_eq!((h.zeros, h.subnormals), (4, 5));
+    }
+}

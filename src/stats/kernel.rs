@@ -13,9 +13,6 @@ use super::moments::{Moments, ldexp};
 /// L1, and a block's lane sums stay accurate (≤ 512 terms per lane).
 pub(crate) const BLOCK: usize = 2048;
 
-/// Independent lanes of the reductions.
-const LANES: usize = 4;
-
 /// Counts of the special values in a block, and its finite range.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Specials {
@@ -121,93 +118,142 @@ fn split_finite<T: Lane>(vals: &[T], out: &mut [T], sp: &mut Specials) -> usize 
     n
 }
 
-/// Summarises a block of f32 values: specials, range and moments.
-pub(crate) fn block_f32(vals: &[f32]) -> (Specials, Moments) {
-    let mut sp = Specials::default();
-    let mut nonfinite = [0u32; LANES];
-    let mut tiny = [0u32; LANES];
-    let mut zero = [0u32; LANES];
-    let mut mn = [f32::INFINITY; LANES];
-    let mut mx = [f32::NEG_INFINITY; LANES];
-    let (chunks, rest) = vals.as_chunks::<LANES>();
+/// Lanes of the floating-point sums: independent chains that the compiler
+/// turns into vector registers (a lane sums at most `BLOCK / SUM_LANES`
+/// terms, so the block sums stay accurate).
+const SUM_LANES: usize = 16;
+
+/// `Σ f(x)` over a block, lane-wise. One accumulator per loop: the
+/// vectoriser then packs lanes, not different sums, into a register.
+#[inline]
+fn lane_sum(vals: &[f64], f: impl Fn(f64) -> f64) -> f64 {
+    let mut acc = [0f64; SUM_LANES];
+    let (chunks, rest) = vals.as_chunks::<SUM_LANES>();
     for c in chunks {
-        for j in 0..LANES {
-            let x = c[j];
-            let a = x.to_bits() & 0x7fff_ffff;
-            nonfinite[j] += u32::from(a >= 0x7f80_0000);
-            tiny[j] += u32::from(a < 0x0080_0000);
-            zero[j] += u32::from(a == 0);
-            mn[j] = if x < mn[j] { x } else { mn[j] };
-            mx[j] = if x > mx[j] { x } else { mx[j] };
+        for j in 0..SUM_LANES {
+            acc[j] += f(c[j]);
+        }
+    }
+    let mut tail = 0.0;
+    for &x in rest {
+        tail += f(x);
+    }
+    // Pairwise over the lanes.
+    let mut width = SUM_LANES;
+    while width > 1 {
+        width /= 2;
+        for j in 0..width {
+            acc[j] += acc[j + width];
+        }
+    }
+    acc[0] + tail
+}
+
+/// Counts zeros and values below the smallest normal f32 (zeros included).
+#[inline]
+fn tiny_f32(vals: &[f32]) -> (u32, u32) {
+    let (mut tiny, mut zero) = (0u32, 0u32);
+    for &x in vals {
+        let a = x.to_bits() & 0x7fff_ffff;
+        tiny += u32::from(a < 0x0080_0000);
+        zero += u32::from(a == 0);
+    }
+    (tiny, zero)
+}
+
+/// The smallest and largest of a block of f32 with no NaN, compared as
+/// order-preserving integers (which vectorises where float selects do not).
+#[inline]
+fn range_f32(vals: &[f32]) -> (f32, f32) {
+    let key = |x: f32| {
+        let b = x.to_bits() as i32;
+        b ^ (((b >> 31) as u32) >> 1) as i32
+    };
+    let value = |k: i32| f32::from_bits((k ^ (((k >> 31) as u32) >> 1) as i32) as u32);
+    let (mut lo, mut hi) = (i32::MAX, i32::MIN);
+    for &x in vals {
+        let k = key(x);
+        lo = lo.min(k);
+        hi = hi.max(k);
+    }
+    (value(lo), value(hi))
+}
+
+/// The smallest and largest of a block with no NaN.
+#[inline]
+fn range_of<T: Lane>(vals: &[T], lowest: T, highest: T) -> (T, T) {
+    let mut mn = [highest; 8];
+    let mut mx = [lowest; 8];
+    let (chunks, rest) = vals.as_chunks::<8>();
+    for c in chunks {
+        for j in 0..8 {
+            mn[j] = if c[j] < mn[j] { c[j] } else { mn[j] };
+            mx[j] = if c[j] > mx[j] { c[j] } else { mx[j] };
         }
     }
     for &x in rest {
-        let a = x.to_bits() & 0x7fff_ffff;
-        nonfinite[0] += u32::from(a >= 0x7f80_0000);
-        tiny[0] += u32::from(a < 0x0080_0000);
-        zero[0] += u32::from(a == 0);
         mn[0] = if x < mn[0] { x } else { mn[0] };
         mx[0] = if x > mx[0] { x } else { mx[0] };
     }
-    if nonfinite.iter().any(|&c| c != 0) {
-        let mut finite = [0f32; BLOCK];
-        let mut out = Moments::default();
-        for part in vals.chunks(BLOCK) {
-            let n = split_finite(part, &mut finite, &mut sp);
-            let (s, m) = block_f32(finite.get(..n).unwrap_or(&[]));
-            sp.merge(&s);
-            out.merge(&m);
-        }
-        return (sp, out);
+    let mut lo = highest;
+    let mut hi = lowest;
+    for j in 0..8 {
+        lo = if mn[j] < lo { mn[j] } else { lo };
+        hi = if mx[j] > hi { mx[j] } else { hi };
     }
-    let zeros: u32 = zero.iter().sum();
-    let tinies: u32 = tiny.iter().sum();
-    sp.zeros = u64::from(zeros);
-    sp.subnormals = u64::from(tinies.saturating_sub(zeros));
-    for j in 0..LANES {
-        sp.min = sp.min.min(f64::from(mn[j]));
-        sp.max = sp.max.max(f64::from(mx[j]));
-    }
-    (sp, moments_of(vals, 1.0, 0))
+    (lo, hi)
 }
 
-/// Lane-wise sums of a block of finite values, each multiplied by `scale`
-/// (a power of two, `2^−exp`): Σx, Σ|x|, and Σd, Σd² for d = x − x₀.
-#[inline]
-fn moments_of<T: Lane>(vals: &[T], scale: f64, exp: i32) -> Moments {
-    let Some(&first) = vals.first() else {
-        return Moments::default();
-    };
-    let shift = first.to_f64() * scale;
-    let mut sx = [0f64; LANES];
-    let mut sa = [0f64; LANES];
-    let mut sd = [0f64; LANES];
-    let mut sd2 = [0f64; LANES];
-    let (chunks, rest) = vals.as_chunks::<LANES>();
-    for c in chunks {
-        for j in 0..LANES {
-            let x = c[j].to_f64() * scale;
-            let d = x - shift;
-            sx[j] += x;
-            sa[j] += x.abs();
-            sd[j] += d;
-            sd2[j] += d * d;
+/// Summarises a block of f32 values: specials, range and moments.
+pub(crate) fn block_f32(vals: &[f32]) -> (Specials, Moments) {
+    if vals.len() > BLOCK {
+        let mut sp = Specials::default();
+        let mut m = Moments::default();
+        for part in vals.chunks(BLOCK) {
+            let (s, pm) = block_f32(part);
+            sp.merge(&s);
+            m.merge(&pm);
         }
+        return (sp, m);
     }
-    for &v in rest {
-        let x = v.to_f64() * scale;
-        let d = x - shift;
-        sx[0] += x;
-        sa[0] += x.abs();
-        sd[0] += d;
-        sd2[0] += d * d;
+    let mut buffer = [0f64; BLOCK];
+    let wide = buffer.get_mut(..vals.len()).unwrap_or(&mut []);
+    for (o, &x) in wide.iter_mut().zip(vals) {
+        *o = f64::from(x);
     }
-    let total = |a: [f64; LANES]| (a[0] + a[1]) + (a[2] + a[3]);
-    Moments::from_block(
-        vals.len() as u64,
-        exp,
-        shift,
-        [total(sx), total(sa), total(sd), total(sd2)],
+    let wide: &[f64] = wide;
+    // f32 values cannot overflow an f64 sum of a block: a sum that is not
+    // finite means a NaN or an infinity is in the block.
+    let sum = lane_sum(wide, |x| x);
+    if !sum.is_finite() {
+        let mut sp = Specials::default();
+        let mut finite = [0f32; BLOCK];
+        let n = split_finite(vals, &mut finite, &mut sp);
+        let (s, m) = block_f32(finite.get(..n).unwrap_or(&[]));
+        sp.merge(&s);
+        return (sp, m);
+    }
+    let Some(&first) = wide.first() else {
+        return (Specials::default(), Moments::default());
+    };
+    let (tiny, zero) = tiny_f32(vals);
+    let (lo, hi) = range_f32(vals);
+    let sp = Specials {
+        zeros: u64::from(zero),
+        subnormals: u64::from(tiny.saturating_sub(zero)),
+        min: f64::from(lo),
+        max: f64::from(hi),
+        ..Specials::default()
+    };
+    let n = wide.len() as f64;
+    let abs_sum = lane_sum(wide, f64::abs);
+    let sum_d2 = lane_sum(wide, |x| (x - first) * (x - first));
+    // Σ(x − x₀) = Σx − n·x₀: with f32 values in f64 lanes this carries only
+    // a few roundings, far below what the variance needs (see moments.rs).
+    let sum_d = sum - n * first;
+    (
+        sp,
+        Moments::from_block(wide.len() as u64, 0, first, [sum, abs_sum, sum_d, sum_d2]),
     )
 }
 
@@ -216,59 +262,72 @@ fn moments_of<T: Lane>(vals: &[T], scale: f64, exp: i32) -> Moments {
 /// `smallest_normal` decides what counts as subnormal (f64's own for F64
 /// tensors, f32's for complex magnitudes).
 pub(crate) fn block_f64(vals: &[f64], smallest_normal: f64) -> (Specials, Moments) {
-    let mut sp = Specials::default();
-    let mut nonfinite = [0u32; LANES];
-    let mut tiny = [0u32; LANES];
-    let mut zero = [0u32; LANES];
-    let mut mn = [f64::INFINITY; LANES];
-    let mut mx = [f64::NEG_INFINITY; LANES];
-    let (chunks, rest) = vals.as_chunks::<LANES>();
-    for c in chunks {
-        for j in 0..LANES {
-            let x = c[j];
-            let a = x.abs();
-            nonfinite[j] += u32::from(!x.is_finite());
-            tiny[j] += u32::from(a < smallest_normal);
-            zero[j] += u32::from(a == 0.0);
-            mn[j] = if x < mn[j] { x } else { mn[j] };
-            mx[j] = if x > mx[j] { x } else { mx[j] };
-        }
-    }
-    for &x in rest {
-        let a = x.abs();
-        nonfinite[0] += u32::from(!x.is_finite());
-        tiny[0] += u32::from(a < smallest_normal);
-        zero[0] += u32::from(a == 0.0);
-        mn[0] = if x < mn[0] { x } else { mn[0] };
-        mx[0] = if x > mx[0] { x } else { mx[0] };
-    }
-    if nonfinite.iter().any(|&c| c != 0) {
-        let mut finite = [0f64; BLOCK];
-        let mut out = Moments::default();
+    if vals.len() > BLOCK {
+        let mut sp = Specials::default();
+        let mut m = Moments::default();
         for part in vals.chunks(BLOCK) {
-            let n = split_finite(part, &mut finite, &mut sp);
-            let (s, m) = block_f64(finite.get(..n).unwrap_or(&[]), smallest_normal);
+            let (s, pm) = block_f64(part, smallest_normal);
             sp.merge(&s);
-            out.merge(&m);
+            m.merge(&pm);
         }
-        return (sp, out);
+        return (sp, m);
     }
-    let zeros: u32 = zero.iter().sum();
-    let tinies: u32 = tiny.iter().sum();
-    sp.zeros = u64::from(zeros);
-    sp.subnormals = u64::from(tinies.saturating_sub(zeros));
-    for j in 0..LANES {
-        sp.min = sp.min.min(mn[j]);
-        sp.max = sp.max.max(mx[j]);
+    let mut all_finite = true;
+    for &x in vals {
+        all_finite &= x.is_finite();
     }
-    let largest = sp.min.abs().max(sp.max.abs());
+    if !all_finite {
+        let mut sp = Specials::default();
+        let mut finite = [0f64; BLOCK];
+        let n = split_finite(vals, &mut finite, &mut sp);
+        let (s, m) = block_f64(finite.get(..n).unwrap_or(&[]), smallest_normal);
+        sp.merge(&s);
+        return (sp, m);
+    }
+    let Some(&first) = vals.first() else {
+        return (Specials::default(), Moments::default());
+    };
+    let (mut tiny, mut zero) = (0u32, 0u32);
+    for &x in vals {
+        tiny += u32::from(x.abs() < smallest_normal);
+        zero += u32::from(x == 0.0);
+    }
+    let (lo, hi) = range_of(vals, f64::NEG_INFINITY, f64::INFINITY);
+    let sp = Specials {
+        zeros: u64::from(zero),
+        subnormals: u64::from(tiny.saturating_sub(zero)),
+        min: lo,
+        max: hi,
+        ..Specials::default()
+    };
+    let largest = lo.abs().max(hi.abs());
     // 2^−exp must itself be a finite f64: exp ≥ −1023.
     let exp = if largest > ldexp(1.0, 400) || (largest > 0.0 && largest < ldexp(1.0, -400)) {
         super::bins::exponent_f64(largest).max(-1023)
     } else {
         0
     };
-    (sp, moments_of(vals, ldexp(1.0, -exp), exp))
+    let scale = ldexp(1.0, -exp);
+    let mut buffer = [0f64; BLOCK];
+    let wide = buffer.get_mut(..vals.len()).unwrap_or(&mut []);
+    for (o, &x) in wide.iter_mut().zip(vals) {
+        *o = x * scale;
+    }
+    let wide: &[f64] = wide;
+    let shift = first * scale;
+    let moments = Moments::from_block(
+        vals.len() as u64,
+        exp,
+        shift,
+        [
+            lane_sum(wide, |x| x),
+            lane_sum(wide, f64::abs),
+            // f64 values: Σ(x − x₀) is summed, not derived (n·x₀ rounds).
+            lane_sum(wide, |x| x - shift),
+            lane_sum(wide, |x| (x - shift) * (x - shift)),
+        ],
+    );
+    (sp, moments)
 }
 
 /// Counts the exponent fields of f32 values (`bits >> 23 & 0xff`) into four

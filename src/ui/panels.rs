@@ -79,7 +79,7 @@ pub fn root_ui(ui: &mut egui::Ui, app: &mut TensorscopeApp) {
             Load::Ready(_) => {
                 egui::Panel::right("side_panel")
                     .resizable(true)
-                    .default_size(ui.available_width() * 0.4)
+                    .default_size(ui.available_width() * 0.36)
                     .size_range(260.0..=f32::INFINITY)
                     .show(ui, |ui| side::side_panel_ui(ui, tab, &mut commands));
                 egui::CentralPanel::default().show(ui, |ui| {
@@ -223,17 +223,11 @@ fn status_bar_ui(ui: &mut egui::Ui, app: &TensorscopeApp) {
         ));
         ui.separator();
         for (dtype, t) in per {
-            ui.label(format!(
-                "{dtype}: {} tensors, {}",
-                t.tensors,
-                human_count(t.parameters)
-            ))
-            .on_hover_text(format!(
-                "{} tensors, {} parameters, {}",
-                t.tensors,
-                t.parameters,
-                human_bytes(t.bytes)
-            ));
+            ui.label(format!("{dtype} ×{} {}", t.tensors, human_bytes(t.bytes)))
+                .on_hover_text(format!(
+                    "{dtype}: {} tensors, {} parameters, {} bytes",
+                    t.tensors, t.parameters, t.bytes
+                ));
         }
         if !tab.table.selection.is_empty() {
             ui.separator();

@@ -51,11 +51,7 @@ pub fn table_panel_ui(
         (Column::Shape, "Shape"),
         (Column::Elements, "Elements"),
         (Column::Bytes, "Bytes"),
-        (Column::Offsets, "Offsets"),
     ];
-    if sharded {
-        columns.push((Column::Shard, "Shard"));
-    }
     if scanned {
         columns.extend([
             (Column::Min, "Min"),
@@ -63,6 +59,10 @@ pub fn table_panel_ui(
             (Column::Std, "Std"),
             (Column::NonFinite, "NaN/Inf"),
         ]);
+    }
+    columns.push((Column::Offsets, "Offsets"));
+    if sharded {
+        columns.push((Column::Shard, "Shard"));
     }
     let mut clicked_header: Option<Column> = None;
     let mut clicked: Option<(usize, SelectMode)> = None;
@@ -76,16 +76,15 @@ pub fn table_panel_ui(
                 .resizable(true)
                 .sense(egui::Sense::click())
                 .cell_layout(egui::Layout::left_to_right(egui::Align::Center))
-                .column(TableColumn::initial(280.0).at_least(120.0).clip(true));
+                .column(TableColumn::initial(220.0).at_least(120.0).clip(true));
             for (c, _) in &columns[1..] {
                 let w = match c {
-                    Column::Dtype => 96.0,
-                    Column::Shape => 100.0,
+                    Column::Dtype | Column::Shape => 90.0,
                     Column::Elements => 76.0,
                     Column::Bytes => 72.0,
                     Column::Offsets => 130.0,
                     Column::Shard => 180.0,
-                    _ => 80.0,
+                    _ => 74.0,
                 };
                 builder = builder.column(TableColumn::initial(w).at_least(40.0).clip(true));
             }
@@ -215,26 +214,6 @@ pub fn table_panel_ui(
                         ui.label(human_bytes(info.nbytes))
                             .on_hover_text(format!("{} bytes", info.nbytes));
                     });
-                    row.col(|ui| {
-                        ui.label(format!(
-                            "{}..{}",
-                            info.data_offsets[0], info.data_offsets[1]
-                        ));
-                    });
-                    if sharded {
-                        row.col(|ui| {
-                            let shard = ck
-                                .tensors
-                                .get(index)
-                                .and_then(|t| ck.shards.get(t.shard))
-                                .map_or("", |s| s.name.as_str());
-                            ui.add(
-                                egui::Label::new(super::safe_text(shard, 200))
-                                    .truncate()
-                                    .selectable(false),
-                            );
-                        });
-                    }
                     if scanned {
                         let opt = |v: Option<f64>| v.map_or_else(|| "—".to_owned(), fmt_value);
                         let s = scan.unwrap_or_default();
@@ -268,6 +247,26 @@ pub fn table_panel_ui(
                             } else {
                                 ui.label(if scan.is_some() { "0" } else { "…" });
                             }
+                        });
+                    }
+                    row.col(|ui| {
+                        ui.label(format!(
+                            "{}..{}",
+                            info.data_offsets[0], info.data_offsets[1]
+                        ));
+                    });
+                    if sharded {
+                        row.col(|ui| {
+                            let shard = ck
+                                .tensors
+                                .get(index)
+                                .and_then(|t| ck.shards.get(t.shard))
+                                .map_or("", |s| s.name.as_str());
+                            ui.add(
+                                egui::Label::new(super::safe_text(shard, 200))
+                                    .truncate()
+                                    .selectable(false),
+                            );
                         });
                     }
                     if row.response().clicked() {

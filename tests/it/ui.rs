@@ -26,8 +26,7 @@ impl FileDialog for ScriptedDialog {
     fn pick_files(&self) -> DialogResult {
         self.answer
             .lock()
-            .map(|a| a.clone())
-            .unwrap_or(DialogResult::Cancelled)
+            .map_or(DialogResult::Cancelled, |a| a.clone())
     }
 }
 
@@ -46,18 +45,21 @@ fn no_dialog() -> Arc<dyn FileDialog> {
     })
 }
 
-/// Steps until no job runs (or fails the test after 60 s).
+/// Steps until no job has run for a few frames (a click starts its job a
+/// frame later), or fails the test after 60 s.
 pub fn settle(h: &mut Harness<'static, TensorscopeApp>) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
+    let deadline = Instant::now() + Duration::from_mins(1);
+    let mut idle = 0;
+    while idle < 4 {
         h.step();
-        if !h.state().is_busy() && h.state().commands.is_empty() {
-            break;
+        if h.state().is_busy() || !h.state().commands.is_empty() {
+            idle = 0;
+            std::thread::sleep(Duration::from_millis(5));
+        } else {
+            idle += 1;
         }
         assert!(Instant::now() < deadline, "jobs did not finish in time");
-        std::thread::sleep(Duration::from_millis(5));
     }
-    h.run_steps(3);
 }
 
 fn open(h: &mut Harness<'static, TensorscopeApp>, path: &Path) {
@@ -265,4 +267,58 @@ fn tree_view_groups_by_prefix() {
     h.get_by_label_contains("⏵ attn").click();
     h.run_steps(2);
     h.get_by_label("q");
+}
+
+#[test]
+fn tensor_view_stats_histograms_values_heatmap_and_scan() {
+    let mut h = harness(State::default(), no_dialog());
+    h.run_steps(1);
+    h.get_by_label("Open demo checkpoint").click();
+    settle(&mut h);
+    // Select an FP8 tensor: statistics are computed by a job.
+    h.get_by_label("model.layers.0.mlp.up_proj.weight").click();
+    settle(&mut h);
+    let tab = h.state().active_tab().expect("tab");
+    let index = tab.table.cursor.expect("selected");
+    let stats = tab
+        .view
+        .stats
+        .cached(index, tensorscope::dtype::decode::BitOrder::default())
+        .expect("stats cached");
+    let stats = stats.as_ref().expect("stats ok");
+    assert_eq!(stats.values.count, 128 * 64);
+    h.get_by_label("mean");
+    h.get_by_label("p50");
+    // Each histogram draws.
+    h.get_by_label("log2 |x|").click();
+    h.run_steps(2);
+    h.get_by_label("Per code").click();
+    h.run_steps(2);
+    h.get_by_label("log counts").click();
+    h.run_steps(2);
+    // The value grid shows raw codes.
+    h.get_by_label("Values").click();
+    h.run_steps(2);
+    h.get_by_label("code");
+    assert!(h.query_all_by_label_contains("0x").count() > 10);
+    // The heatmap is computed by a job, then drawn.
+    h.get_by_label("Heatmap").click();
+    settle(&mut h);
+    h.get_by_label_contains("elements shown as");
+    // Scan the whole file: the table gains columns and the summary names
+    // the layer norm that holds a NaN and an Inf.
+    h.get_by_label("Scan whole file").click();
+    settle(&mut h);
+    h.get_by_label_contains("tensors with NaN/Inf");
+    h.get_by_label("NaN/Inf").click();
+    h.run_steps(2);
+    h.get_by_label("NaN/Inf ⏶").click();
+    h.run_steps(2);
+    let tab = h.state().active_tab().expect("tab");
+    let ck = &tab.loaded().expect("loaded").ck;
+    let worst = tab.table.rows[0];
+    assert_eq!(
+        ck.info(ck.tensors[worst]).expect("info").name,
+        "model.layers.1.input_layernorm.weight"
+    );
 }

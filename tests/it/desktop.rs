@@ -1,0 +1,92 @@
+//! `tensorscope --install-desktop` against a temporary XDG data and config
+//! home: the entry validates and the default handler is Tensorscope.
+//! (desktop-file-utils, xdg-utils and shared-mime-info: see the README.)
+
+use std::path::Path;
+use std::process::Command;
+
+fn tool(name: &str) -> bool {
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {name}"))
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+#[test]
+fn install_desktop_registers_the_mime_type_and_handler() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let config = dir.path().join("config");
+    let out = Command::new(env!("CARGO_BIN_EXE_tensorscope"))
+        .arg("--install-desktop")
+        .env("XDG_DATA_HOME", &data)
+        .env("XDG_CONFIG_HOME", &config)
+        .env("HOME", dir.path())
+        .output()
+        .expect("run");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let entry_path = data.join("applications/tensorscope.desktop");
+    let entry = std::fs::read_to_string(&entry_path).expect("desktop entry");
+    let exe = std::fs::canonicalize(env!("CARGO_BIN_EXE_tensorscope")).expect("exe");
+    assert!(
+        entry.contains(&format!("Exec={} %F", exe.display())),
+        "{entry}"
+    );
+    assert!(entry.contains("MimeType=application/x-safetensors;"));
+    assert!(data.join("mime/packages/tensorscope.xml").is_file());
+    assert!(
+        data.join("icons/hicolor/scalable/apps/tensorscope.svg")
+            .is_file()
+    );
+
+    if tool("desktop-file-validate") {
+        let v = Command::new("desktop-file-validate")
+            .arg(&entry_path)
+            .output()
+            .expect("validate");
+        assert!(
+            v.status.success() && v.stdout.is_empty(),
+            "desktop-file-validate: {}{}",
+            String::from_utf8_lossy(&v.stdout),
+            String::from_utf8_lossy(&v.stderr)
+        );
+    } else {
+        eprintln!("desktop-file-validate not installed: entry not validated");
+    }
+    if tool("update-mime-database") {
+        // The MIME database now maps *.safetensors to the type.
+        let globs = std::fs::read_to_string(data.join("mime/globs2")).expect("globs2");
+        assert!(
+            globs.contains("application/x-safetensors:*.safetensors"),
+            "{globs}"
+        );
+    }
+    let query = if tool("xdg-mime") {
+        let q = Command::new("xdg-mime")
+            .args(["query", "default", "application/x-safetensors"])
+            .env("XDG_DATA_HOME", &data)
+            .env("XDG_CONFIG_HOME", &config)
+            .env("HOME", dir.path())
+            .output()
+            .expect("xdg-mime");
+        String::from_utf8_lossy(&q.stdout).trim().to_owned()
+    } else {
+        eprintln!("xdg-mime not installed: reading mimeapps.list");
+        read_default(&config.join("mimeapps.list"))
+    };
+    assert_eq!(query, "tensorscope.desktop");
+}
+
+fn read_default(list: &Path) -> String {
+    let text = std::fs::read_to_string(list).unwrap_or_default();
+    text.lines()
+        .find_map(|l| l.strip_prefix("application/x-safetensors="))
+        .map(|v| v.trim_end_matches(';').to_owned())
+        .unwrap_or_default()
+}

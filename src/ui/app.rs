@@ -10,8 +10,8 @@ use eframe::egui;
 
 use super::dialog::{DialogResult, FileDialog};
 use super::model::{
-    Column, Direction, DtypeTotals, NameFilter, ScanFigures, TreeRow, dtype_totals, tree_rows,
-    visible_rows,
+    Column, Direction, DtypeTotals, NameFilter, ScanFigures, TreeRow, dtype_totals, name_ranks,
+    tree_rows, visible_rows,
 };
 use super::picker::Picker;
 use super::tensor_view::ViewState;
@@ -66,6 +66,22 @@ pub struct Loaded {
     pub ck: Arc<Checkpoint>,
     /// Totals per dtype, and overall.
     pub totals: (Vec<(Dtype, DtypeTotals)>, DtypeTotals),
+    /// Each tensor's rank in natural name order.
+    pub name_rank: Vec<u32>,
+}
+
+impl Loaded {
+    /// Opens `path` and precomputes what the table needs (run in a job).
+    pub fn open(path: &Path) -> Result<Self, LoadError> {
+        let ck = Checkpoint::open(path)?;
+        let totals = dtype_totals(&ck);
+        let name_rank = name_ranks(&ck);
+        Ok(Self {
+            ck: Arc::new(ck),
+            totals,
+            name_rank,
+        })
+    }
 }
 
 /// Where a tab's file is.
@@ -73,7 +89,7 @@ pub enum Load {
     /// Parsing in the background.
     Loading {
         /// The job.
-        job: Job<Result<Checkpoint, LoadError>>,
+        job: Job<Result<Loaded, LoadError>>,
         /// When it started (the spinner shows after a moment).
         started: Instant,
     },
@@ -185,6 +201,7 @@ impl Tab {
         let lookup = |i: usize| scan.and_then(|s| s.get(i).copied().flatten());
         self.table.rows = visible_rows(
             &loaded.ck,
+            &loaded.name_rank,
             &filter,
             self.table.dtype,
             self.table.sort,
@@ -365,14 +382,10 @@ impl TensorscopeApp {
             if let Load::Loading { job, .. } = &mut tab.load {
                 match job.poll() {
                     JobState::Running => {}
-                    JobState::Done(Ok(ck)) => {
-                        let totals = dtype_totals(&ck);
-                        tab.path.clone_from(&ck.path);
-                        opened.push(ck.path.clone());
-                        tab.load = Load::Ready(Loaded {
-                            ck: Arc::new(ck),
-                            totals,
-                        });
+                    JobState::Done(Ok(loaded)) => {
+                        tab.path.clone_from(&loaded.ck.path);
+                        opened.push(loaded.ck.path.clone());
+                        tab.load = Load::Ready(loaded);
                         tab.table.dirty = true;
                     }
                     JobState::Done(Err(e)) => tab.load = Load::Failed(e),
@@ -461,7 +474,7 @@ impl TensorscopeApp {
                                 source: std::io::Error::other(e.to_string()).into(),
                             }
                         })?;
-                    Checkpoint::open(&path)
+                    Loaded::open(&path)
                 }) {
                     Ok(job) => self.push_tab(path, job),
                     Err(e) => self.notify(format!("cannot start a background job: {e}")),
@@ -530,14 +543,14 @@ impl TensorscopeApp {
         }
     }
 
-    fn load_job(&self, path: &Path) -> std::io::Result<Job<Result<Checkpoint, LoadError>>> {
+    fn load_job(&self, path: &Path) -> std::io::Result<Job<Result<Loaded, LoadError>>> {
         let path = path.to_path_buf();
         Job::spawn("open-checkpoint", self.repaint_fn(), move |_, _| {
-            Checkpoint::open(&path)
+            Loaded::open(&path)
         })
     }
 
-    fn push_tab(&mut self, path: PathBuf, job: Job<Result<Checkpoint, LoadError>>) {
+    fn push_tab(&mut self, path: PathBuf, job: Job<Result<Loaded, LoadError>>) {
         self.tabs.push(Tab {
             path,
             load: Load::Loading {

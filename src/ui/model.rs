@@ -149,9 +149,28 @@ impl NameFilter {
     }
 }
 
+/// Each tensor's position in natural name order (ties by index), computed
+/// once when a file opens so that sorting by name is a sort of integers.
+pub fn name_ranks(ck: &Checkpoint) -> Vec<u32> {
+    let names: Vec<&str> = ck
+        .tensors
+        .iter()
+        .map(|t| ck.info(*t).map_or("", |i| i.name.as_str()))
+        .collect();
+    let mut order: Vec<usize> = (0..names.len()).collect();
+    order.sort_by(|&a, &b| natural_cmp(names[a], names[b]));
+    let mut ranks = vec![0u32; names.len()];
+    for (rank, &i) in order.iter().enumerate() {
+        ranks[i] = u32::try_from(rank).unwrap_or(u32::MAX);
+    }
+    ranks
+}
+
 /// The rows shown: indices into `ck.tensors`, filtered and sorted.
+/// `name_rank` comes from [`name_ranks`].
 pub fn visible_rows(
     ck: &Checkpoint,
+    name_rank: &[u32],
     filter: &NameFilter,
     dtype: Option<Dtype>,
     sort: Option<(Column, Direction)>,
@@ -169,12 +188,13 @@ pub fn visible_rows(
         return rows;
     };
     let key_f64 = |v: Option<f64>| v.unwrap_or(f64::NAN);
+    let rank = |i: usize| name_rank.get(i).copied().unwrap_or(u32::MAX);
     let cmp = |&a: &usize, &b: &usize| -> Ordering {
         let (Some(x), Some(y)) = (infos[a], infos[b]) else {
             return Ordering::Equal;
         };
         let ord = match column {
-            Column::Name => natural_cmp(&x.name, &y.name),
+            Column::Name => rank(a).cmp(&rank(b)),
             Column::Dtype => x.dtype.writer_rank().cmp(&y.dtype.writer_rank()).reverse(),
             Column::Shape => x.shape.cmp(&y.shape),
             Column::Elements => x.numel.cmp(&y.numel),
@@ -201,7 +221,7 @@ pub fn visible_rows(
                 }
             }
         };
-        let ord = ord.then_with(|| natural_cmp(&x.name, &y.name));
+        let ord = ord.then_with(|| rank(a).cmp(&rank(b)));
         match direction {
             Direction::Ascending => ord,
             Direction::Descending => ord.reverse(),

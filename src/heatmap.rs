@@ -219,6 +219,70 @@ pub fn compute(
     })
 }
 
+/// The colour map of heatmaps (GUI and PNG export): diverging (blue,
+/// white, red, symmetric around 0) when the data has both signs, a
+/// viridis-like ramp when it has one; grey for a cell with no finite value.
+pub fn colour_rgb(v: f64, lo: f64, hi: f64) -> [u8; 3] {
+    if !v.is_finite() {
+        return [90, 90, 90];
+    }
+    let lerp = |a: f32, b: f32, t: f32| (a + (b - a) * t) as u8;
+    if lo < 0.0 && hi > 0.0 {
+        let m = lo.abs().max(hi.abs());
+        let t = (v / m).clamp(-1.0, 1.0) as f32;
+        if t < 0.0 {
+            let t = -t;
+            [
+                lerp(245.0, 33.0, t),
+                lerp(245.0, 102.0, t),
+                lerp(245.0, 172.0, t),
+            ]
+        } else {
+            [
+                lerp(245.0, 178.0, t),
+                lerp(245.0, 24.0, t),
+                lerp(245.0, 43.0, t),
+            ]
+        }
+    } else {
+        let t = if hi > lo {
+            ((v - lo) / (hi - lo)).clamp(0.0, 1.0) as f32
+        } else {
+            0.5
+        };
+        const STOPS: [(f32, [f32; 3]); 5] = [
+            (0.0, [68.0, 1.0, 84.0]),
+            (0.25, [59.0, 82.0, 139.0]),
+            (0.5, [33.0, 145.0, 140.0]),
+            (0.75, [94.0, 201.0, 98.0]),
+            (1.0, [253.0, 231.0, 37.0]),
+        ];
+        for w in STOPS.windows(2) {
+            let ((t0, c0), (t1, c1)) = (w[0], w[1]);
+            if t <= t1 {
+                let f = (t - t0) / (t1 - t0);
+                return [
+                    lerp(c0[0], c1[0], f),
+                    lerp(c0[1], c1[1], f),
+                    lerp(c0[2], c1[2], f),
+                ];
+            }
+        }
+        [253, 231, 37]
+    }
+}
+
+impl Heatmap {
+    /// The heatmap as row-major RGB pixels, one per cell.
+    pub fn to_rgb(&self) -> Vec<u8> {
+        let (lo, hi) = (self.min.unwrap_or(0.0), self.max.unwrap_or(0.0));
+        self.cells
+            .iter()
+            .flat_map(|&v| colour_rgb(v, lo, hi))
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -538,59 +538,10 @@ fn heatmap_ui(
     }
 }
 
-/// The colour of a cell: a diverging map (blue, white, red) for signed
-/// data, a sequential one for data of one sign; grey for no value.
+/// The colour of a cell (the library's colour map, as an egui colour).
 fn colour(v: f64, lo: f64, hi: f64) -> egui::Color32 {
-    if !v.is_finite() {
-        return egui::Color32::from_gray(90);
-    }
-    if lo < 0.0 && hi > 0.0 {
-        let m = lo.abs().max(hi.abs());
-        let t = (v / m).clamp(-1.0, 1.0) as f32;
-        let lerp = |a: f32, b: f32, t: f32| (a + (b - a) * t) as u8;
-        if t < 0.0 {
-            let t = -t;
-            egui::Color32::from_rgb(
-                lerp(245.0, 33.0, t),
-                lerp(245.0, 102.0, t),
-                lerp(245.0, 172.0, t),
-            )
-        } else {
-            egui::Color32::from_rgb(
-                lerp(245.0, 178.0, t),
-                lerp(245.0, 24.0, t),
-                lerp(245.0, 43.0, t),
-            )
-        }
-    } else {
-        let t = if hi > lo {
-            ((v - lo) / (hi - lo)).clamp(0.0, 1.0) as f32
-        } else {
-            0.5
-        };
-        // A short viridis-like ramp.
-        let stops: [(f32, [f32; 3]); 5] = [
-            (0.0, [68.0, 1.0, 84.0]),
-            (0.25, [59.0, 82.0, 139.0]),
-            (0.5, [33.0, 145.0, 140.0]),
-            (0.75, [94.0, 201.0, 98.0]),
-            (1.0, [253.0, 231.0, 37.0]),
-        ];
-        let mut c = stops[4].1;
-        for w in stops.windows(2) {
-            let ((t0, c0), (t1, c1)) = (w[0], w[1]);
-            if t <= t1 {
-                let f = (t - t0) / (t1 - t0);
-                c = [
-                    c0[0] + (c1[0] - c0[0]) * f,
-                    c0[1] + (c1[1] - c0[1]) * f,
-                    c0[2] + (c1[2] - c0[2]) * f,
-                ];
-                break;
-            }
-        }
-        egui::Color32::from_rgb(c[0] as u8, c[1] as u8, c[2] as u8)
-    }
+    let [r, g, b] = heatmap::colour_rgb(v, lo, hi);
+    egui::Color32::from_rgb(r, g, b)
 }
 
 fn heatmap_image(map: &Heatmap) -> egui::ColorImage {

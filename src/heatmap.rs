@@ -223,6 +223,13 @@ pub fn compute(
 /// white, red, symmetric around 0) when the data has both signs, a
 /// viridis-like ramp when it has one; grey for a cell with no finite value.
 pub fn colour_rgb(v: f64, lo: f64, hi: f64) -> [u8; 3] {
+    const STOPS: [(f32, [f32; 3]); 5] = [
+        (0.0, [68.0, 1.0, 84.0]),
+        (0.25, [59.0, 82.0, 139.0]),
+        (0.5, [33.0, 145.0, 140.0]),
+        (0.75, [94.0, 201.0, 98.0]),
+        (1.0, [253.0, 231.0, 37.0]),
+    ];
     if !v.is_finite() {
         return [90, 90, 90];
     }
@@ -250,13 +257,6 @@ pub fn colour_rgb(v: f64, lo: f64, hi: f64) -> [u8; 3] {
         } else {
             0.5
         };
-        const STOPS: [(f32, [f32; 3]); 5] = [
-            (0.0, [68.0, 1.0, 84.0]),
-            (0.25, [59.0, 82.0, 139.0]),
-            (0.5, [33.0, 145.0, 140.0]),
-            (0.75, [94.0, 201.0, 98.0]),
-            (1.0, [253.0, 231.0, 37.0]),
-        ];
         for w in STOPS.windows(2) {
             let ((t0, c0), (t1, c1)) = (w[0], w[1]);
             if t <= t1 {

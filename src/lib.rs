@@ -8,6 +8,7 @@
 pub mod cli;
 pub mod demo;
 pub mod desktop;
+pub mod diff;
 pub mod dtype;
 pub mod format;
 pub mod heatmap;

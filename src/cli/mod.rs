@@ -2,6 +2,7 @@
 //! runs headless. Exit codes are a contract (DESIGN.md): 0 success, 1 the
 //! answer is "no", 2 an error.
 
+mod diff;
 mod info;
 mod output;
 mod stats;
@@ -55,6 +56,8 @@ pub enum Verb {
     Validate(ValidateArgs),
     /// Statistics, histograms and quantiles of every tensor, with a summary.
     Stats(StatsArgs),
+    /// Compare two checkpoints; exit 1 if they differ.
+    Diff(diff::DiffArgs),
 }
 
 /// Options shared by every verb.
@@ -99,6 +102,7 @@ where
         Some(Verb::Info(a)) => info::run(&a, &mut out),
         Some(Verb::Validate(a)) => validate::run(&a, &mut out),
         Some(Verb::Stats(a)) => stats::run(&a, &mut out),
+        Some(Verb::Diff(a)) => diff::run(&a, &mut out),
         None if cli.install_desktop => install_desktop(),
         None => crate::ui::run(cli.files, cli.demo),
     }

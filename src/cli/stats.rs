@@ -168,7 +168,7 @@ fn select(ck: &Checkpoint, args: &StatsArgs) -> Result<Vec<TensorRef>, ErrorDoc>
 
 /// Draws a progress bar on stderr until `done`, after a short delay (short
 /// scans show none).
-fn progress_bar(progress: &Progress, done: &AtomicBool, started: Instant) {
+pub(super) fn progress_bar(progress: &Progress, done: &AtomicBool, started: Instant) {
     const WIDTH: usize = 30;
     let mut shown = false;
     while !done.load(Ordering::Relaxed) {

@@ -2,6 +2,7 @@
 
 mod cli;
 mod desktop;
+mod diff;
 mod fixtures;
 mod hostile;
 mod kinds;

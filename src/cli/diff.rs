@@ -1,0 +1,246 @@
+//! `tensorscope diff A B`: which tensors changed, and by how much.
+
+use std::fmt::Write as _;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use clap::Args;
+use serde::Serialize;
+
+use super::output::{Output, display_name, report_error};
+use super::{Common, EXIT_ERROR, EXIT_NO, EXIT_OK};
+use crate::diff::{DiffError, DiffOptions, DiffReport, Status, diff};
+use crate::format::Checkpoint;
+use crate::jobs::{CancelToken, Progress};
+use crate::ui::model::fmt_value;
+
+/// `tensorscope diff A B`.
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The first checkpoint (file, shard index or folder).
+    pub a: PathBuf,
+    /// The second checkpoint.
+    pub b: PathBuf,
+    /// List only tensors that are not identical or equal.
+    #[arg(long)]
+    pub only_changed: bool,
+    /// Absolute tolerance: values are equal when |a − b| ≤ atol + rtol·|b|.
+    #[arg(long, default_value_t = 0.0)]
+    pub atol: f64,
+    /// Relative tolerance (numpy.isclose semantics).
+    #[arg(long, default_value_t = 0.0)]
+    pub rtol: f64,
+    /// Remove this prefix from names on both sides before matching (repeatable).
+    #[arg(long = "strip-prefix", value_name = "PREFIX")]
+    pub strip_prefix: Vec<String>,
+    /// Match A's tensor FROM with B's tensor TO (repeatable).
+    #[arg(long, value_name = "FROM=TO")]
+    pub rename: Vec<String>,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+#[derive(Serialize)]
+struct Doc<'a> {
+    a: String,
+    b: String,
+    #[serde(flatten)]
+    report: &'a DiffReport,
+}
+
+fn text(report: &DiffReport, a: &str, b: &str, only_changed: bool) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "A: {a}\nB: {b}");
+    let counts: Vec<String> = report
+        .summary
+        .counts
+        .iter()
+        .map(|(k, v)| format!("{v} {k}"))
+        .collect();
+    let _ = writeln!(
+        s,
+        "{} pairs: {}; {} only in A, {} only in B",
+        report.tensors.len(),
+        if counts.is_empty() {
+            "none".to_owned()
+        } else {
+            counts.join(", ")
+        },
+        report.only_in_a.len(),
+        report.only_in_b.len()
+    );
+    if let Some((name, r)) = &report.summary.largest_rel_l2 {
+        let _ = writeln!(
+            s,
+            "largest relative change: {} in {}",
+            fmt_value(*r),
+            display_name(name)
+        );
+    }
+    let opt = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), fmt_value);
+    let shown: Vec<_> = report
+        .tensors
+        .iter()
+        .filter(|t| !only_changed || !t.status.is_same())
+        .filter(|t| t.status != Status::Identical || !only_changed)
+        .collect();
+    if !shown.is_empty() {
+        let _ = writeln!(
+            s,
+            "\n{:<14} {:>12} {:>12} {:>10} {:>10} {:>10}  name",
+            "status", "max|Δ|", "mean|Δ|", "rel_l2", "cosine", "changed"
+        );
+    }
+    for t in shown {
+        let changed = t
+            .changed_elements
+            .map_or_else(|| "-".to_owned(), |c| c.to_string());
+        let _ = write!(
+            s,
+            "{:<14} {:>12} {:>12} {:>10} {:>10} {:>10}  {}",
+            t.status.name(),
+            opt(t.max_abs_diff),
+            opt(t.mean_abs_diff),
+            opt(t.rel_l2),
+            opt(t.cosine),
+            changed,
+            display_name(&t.name)
+        );
+        if t.dtype_a != t.dtype_b {
+            let _ = write!(s, "  ({} -> {})", t.dtype_a, t.dtype_b);
+        }
+        if t.shape_a != t.shape_b {
+            let _ = write!(s, "  ({:?} -> {:?})", t.shape_a, t.shape_b);
+        }
+        s.push('\n');
+    }
+    for n in &report.only_in_a {
+        let _ = writeln!(s, "only in A: {}", display_name(n));
+    }
+    for n in &report.only_in_b {
+        let _ = writeln!(s, "only in B: {}", display_name(n));
+    }
+    for (k, v) in &report.metadata.removed {
+        let _ = writeln!(
+            s,
+            "metadata removed: {} = {}",
+            display_name(k),
+            display_name(v)
+        );
+    }
+    for (k, v) in &report.metadata.added {
+        let _ = writeln!(
+            s,
+            "metadata added: {} = {}",
+            display_name(k),
+            display_name(v)
+        );
+    }
+    for (k, v) in &report.metadata.changed {
+        let _ = writeln!(
+            s,
+            "metadata changed: {}: {} -> {}",
+            display_name(k),
+            display_name(&v.a),
+            display_name(&v.b)
+        );
+    }
+    let _ = writeln!(
+        s,
+        "{}",
+        if report.summary.same {
+            "no differences"
+        } else {
+            "the checkpoints differ"
+        }
+    );
+    s
+}
+
+/// Parses `FROM=TO` pairs.
+pub fn parse_renames(items: &[String]) -> Result<Vec<(String, String)>, String> {
+    items
+        .iter()
+        .map(|r| {
+            r.split_once('=')
+                .map(|(a, b)| (a.to_owned(), b.to_owned()))
+                .ok_or_else(|| format!("--rename takes FROM=TO, got {r:?}"))
+        })
+        .collect()
+}
+
+/// Runs `diff`.
+pub fn run(args: &DiffArgs, out: &mut Output) -> i32 {
+    let renames = match parse_renames(&args.rename) {
+        Ok(r) => r,
+        Err(e) => {
+            if args.common.json {
+                out.json(
+                    &super::ErrorDoc {
+                        kind: "Usage".into(),
+                        message: e.clone(),
+                        path: None,
+                    }
+                    .wrapped(),
+                );
+            }
+            eprintln!("tensorscope: {e}");
+            return EXIT_ERROR;
+        }
+    };
+    if !(args.atol >= 0.0 && args.rtol >= 0.0) {
+        eprintln!("tensorscope: --atol and --rtol must be non-negative numbers");
+        return EXIT_ERROR;
+    }
+    let a = match Checkpoint::open(&args.a) {
+        Ok(c) => c,
+        Err(e) => return report_error(out, args.common.json, &e),
+    };
+    let b = match Checkpoint::open(&args.b) {
+        Ok(c) => c,
+        Err(e) => return report_error(out, args.common.json, &e),
+    };
+    let options = DiffOptions {
+        strip_prefixes: args.strip_prefix.clone(),
+        renames,
+        atol: args.atol,
+        rtol: args.rtol,
+        ..DiffOptions::default()
+    };
+    let started = Instant::now();
+    let progress = Progress::new();
+    let done = AtomicBool::new(false);
+    let result = std::thread::scope(|s| {
+        if std::io::stderr().is_terminal() {
+            s.spawn(|| super::stats::progress_bar(&progress, &done, started));
+        }
+        let r = diff(&a, &b, &options, &CancelToken::new(), &progress);
+        done.store(true, Ordering::Relaxed);
+        r
+    });
+    let mut report = match result {
+        Ok(r) => r,
+        Err(DiffError::Load(e)) => return report_error(out, args.common.json, &e),
+        Err(DiffError::Cancelled) => return EXIT_ERROR,
+    };
+    if args.only_changed {
+        report.tensors.retain(|t| !t.status.is_same());
+    }
+    let (pa, pb) = (a.path.display().to_string(), b.path.display().to_string());
+    if args.common.json {
+        out.json(&Doc {
+            a: pa,
+            b: pb,
+            report: &report,
+        });
+    } else {
+        out.text(&text(&report, &pa, &pb, args.only_changed));
+    }
+    if report.summary.same {
+        EXIT_OK
+    } else {
+        EXIT_NO
+    }
+}

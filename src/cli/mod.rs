@@ -41,6 +41,9 @@ pub struct Cli {
     /// Open a built-in demo checkpoint with every dtype.
     #[arg(long)]
     pub demo: bool,
+    /// Open A and compare it with B in the desktop explorer.
+    #[arg(long, num_args = 2, value_names = ["A", "B"])]
+    pub diff: Option<Vec<PathBuf>>,
     /// Install the desktop entry, MIME type and icon for the current user,
     /// so a double-click on a .safetensors file opens Tensorscope.
     #[arg(long)]
@@ -104,7 +107,13 @@ where
         Some(Verb::Stats(a)) => stats::run(&a, &mut out),
         Some(Verb::Diff(a)) => diff::run(&a, &mut out),
         None if cli.install_desktop => install_desktop(),
-        None => crate::ui::run(cli.files, cli.demo),
+        None => {
+            let compare = cli.diff.and_then(|v| {
+                let mut it = v.into_iter();
+                Some((it.next()?, it.next()?))
+            });
+            crate::ui::run(cli.files, cli.demo, compare)
+        }
     }
 }
 

@@ -742,6 +742,84 @@ pub fn delta_histogram(
     Ok(Some((edges, counts)))
 }
 
+/// A downsampled map of |a − b| for one pair of the same shape: the last
+/// axis is the columns, all leading axes together the rows; each cell holds
+/// the largest |Δ| of its block (NaN where a block has no finite pair).
+#[allow(
+    clippy::many_single_char_names,
+    reason = "a and b are the two sides of the comparison"
+)]
+pub fn abs_delta_map(
+    a: &Checkpoint,
+    b: &Checkpoint,
+    pair: Pair,
+    max_side: usize,
+    options: &DiffOptions,
+    cancel: &CancelToken,
+    progress: &Progress,
+) -> Result<Option<crate::heatmap::Heatmap>, Cancelled> {
+    let (Some(ia), Some(ib)) = (a.info(pair.a), b.info(pair.b)) else {
+        return Ok(None);
+    };
+    if ia.shape != ib.shape || ia.numel == 0 || ia.dtype == Dtype::C64 || ib.dtype == Dtype::C64 {
+        return Ok(None);
+    }
+    let cols = ia.shape.last().copied().unwrap_or(1).max(1);
+    let rows = ia.numel / cols;
+    let side = max_side.max(1) as u64;
+    let (height, width) = (rows.min(side) as usize, cols.min(side) as usize);
+    let mut cells = vec![f64::NAN; width * height];
+    let mut non_finite = vec![false; width * height];
+    let (ba, bb) = (a.bytes(pair.a), b.bytes(pair.b));
+    let mut va = vec![0f64; CHUNK_ELEMENTS];
+    let mut vb = vec![0f64; CHUNK_ELEMENTS];
+    progress.set_total(ia.nbytes + ib.nbytes);
+    let mut first = 0u64;
+    while first < ia.numel {
+        cancel.check()?;
+        let n = ((ia.numel - first).min(CHUNK_ELEMENTS as u64)) as usize;
+        let got = decode_f64(ia.dtype, ba, first, &mut va[..n], options.bit_order).min(decode_f64(
+            ib.dtype,
+            bb,
+            first,
+            &mut vb[..n],
+            options.bit_order,
+        ));
+        if got == 0 {
+            break;
+        }
+        for k in 0..got {
+            let i = first + k as u64;
+            let (r, c) = (i / cols, i % cols);
+            let cell = (r as u128 * height as u128 / rows as u128) as usize * width
+                + (c as u128 * width as u128 / cols as u128) as usize;
+            let d = (va[k] - vb[k]).abs();
+            if d.is_finite() {
+                if cells[cell].is_nan() || d > cells[cell] {
+                    cells[cell] = d;
+                }
+            } else if !(va[k].is_nan() && vb[k].is_nan()) && va[k] != vb[k] {
+                non_finite[cell] = true;
+            }
+        }
+        progress.add(((got as u64) * u64::from(ia.dtype.bits() + ib.dtype.bits())).div_ceil(8));
+        first += got as u64;
+    }
+    let finite = cells.iter().copied().filter(|v| v.is_finite());
+    let min = finite.clone().reduce(f64::min);
+    let max = finite.reduce(f64::max);
+    Ok(Some(crate::heatmap::Heatmap {
+        width,
+        height,
+        cells,
+        non_finite,
+        min,
+        max,
+        rows,
+        cols,
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use eframe::egui;
 
 use super::dialog::{DialogResult, FileDialog};
+use super::diff_view::CompareState;
 use super::model::{
     Column, Direction, DtypeTotals, NameFilter, ScanFigures, TreeRow, dtype_totals, name_ranks,
     tree_rows, visible_rows,
@@ -55,6 +56,12 @@ pub enum Command {
     ClearRecent,
     /// Copy the selected tensor names.
     CopySelectedNames,
+    /// Ask for a second file and compare the active tab with it.
+    CompareDialog,
+    /// Compare the active tab with this file, shard index or folder.
+    Compare(PathBuf),
+    /// End a tab's comparison.
+    CloseCompare(usize),
     /// Quit.
     Quit,
 }
@@ -162,6 +169,8 @@ pub struct Tab {
     pub table: TableState,
     /// The tensor view's state and caches.
     pub view: ViewState,
+    /// A comparison with a second checkpoint, when one is open.
+    pub compare: Option<CompareState>,
 }
 
 impl Tab {
@@ -235,10 +244,12 @@ pub struct TensorscopeApp {
     pub commands: Vec<Command>,
     /// The open dialog (native or injected).
     pub dialog: Arc<dyn FileDialog>,
-    /// A native dialog running in the background.
-    pub dialog_job: Option<Job<DialogResult>>,
+    /// A native dialog running in the background, and what it is for.
+    pub dialog_job: Option<(DialogPurpose, Job<DialogResult>)>,
     /// The in-app file picker, when shown.
     pub picker: Option<Picker>,
+    /// What the picker is for.
+    pub picker_purpose: DialogPurpose,
     /// Short messages.
     pub notices: Vec<Notice>,
     /// The window title last sent.
@@ -258,6 +269,7 @@ impl TensorscopeApp {
             dialog,
             dialog_job: None,
             picker: None,
+            picker_purpose: DialogPurpose::Open,
             notices: Vec::new(),
             title: String::new(),
             ctx: None,
@@ -288,10 +300,11 @@ impl TensorscopeApp {
     pub fn is_busy(&self) -> bool {
         self.dialog_job.is_some()
             || self.picker.as_ref().is_some_and(Picker::is_busy)
-            || self
-                .tabs
-                .iter()
-                .any(|t| matches!(t.load, Load::Loading { .. }) || t.view.is_busy())
+            || self.tabs.iter().any(|t| {
+                matches!(t.load, Load::Loading { .. })
+                    || t.view.is_busy()
+                    || t.compare.as_ref().is_some_and(CompareState::is_busy)
+            })
     }
 
     pub(crate) fn repaint_fn(&self) -> impl Fn() + Send + Sync + 'static {
@@ -344,8 +357,15 @@ impl TensorscopeApp {
                 .filter(|p| !p.as_os_str().is_empty())
                 .collect()
         });
-        for p in dropped {
-            self.send(Command::Open(p));
+        let shift = ctx.input(|i| i.modifiers.shift);
+        let can_compare = self.active_tab().is_some_and(|t| t.loaded().is_some());
+        for (k, p) in dropped.into_iter().enumerate() {
+            // Shift-drop one file on an open checkpoint compares with it.
+            if shift && can_compare && k == 0 {
+                self.send(Command::Compare(p));
+            } else {
+                self.send(Command::Open(p));
+            }
         }
         let (open, find, copy) = ctx.input_mut(|i| {
             (
@@ -377,6 +397,8 @@ impl TensorscopeApp {
     }
 
     fn poll_jobs(&mut self) {
+        let repaint = Arc::new(self.repaint_fn());
+        let repaint = move || repaint();
         let mut opened: Vec<PathBuf> = Vec::new();
         for tab in &mut self.tabs {
             if let Load::Loading { job, .. } = &mut tab.load {
@@ -403,22 +425,34 @@ impl TensorscopeApp {
                     tab.table.dirty = true;
                 }
             }
+            if let Some(c) = &mut tab.compare {
+                let a = match &tab.load {
+                    Load::Ready(l) => Some(&l.ck),
+                    _ => None,
+                };
+                c.poll(a, repaint.clone());
+            }
         }
         for p in opened {
             self.remember(&p);
         }
-        if let Some(job) = &mut self.dialog_job {
+        if let Some((purpose, job)) = &mut self.dialog_job {
+            let purpose = *purpose;
             match job.poll() {
                 JobState::Running => {}
                 JobState::Done(DialogResult::Picked(paths)) => {
                     self.dialog_job = None;
                     for p in paths {
-                        self.send(Command::Open(p));
+                        self.send(match purpose {
+                            DialogPurpose::Open => Command::Open(p),
+                            DialogPurpose::Compare => Command::Compare(p),
+                        });
                     }
                 }
                 JobState::Done(DialogResult::Cancelled) => self.dialog_job = None,
                 JobState::Done(DialogResult::Unavailable) | JobState::Panicked(_) => {
                     self.dialog_job = None;
+                    self.picker_purpose = purpose;
                     self.send(Command::ShowPicker);
                 }
             }
@@ -439,20 +473,22 @@ impl TensorscopeApp {
     pub fn run(&mut self, command: Command, ctx: &egui::Context) {
         match command {
             Command::Open(path) => self.open(path),
-            Command::OpenDialog => {
-                if self.dialog_job.is_some() {
-                    return;
+            Command::OpenDialog => self.show_dialog(DialogPurpose::Open),
+            Command::CompareDialog => self.show_dialog(DialogPurpose::Compare),
+            Command::Compare(path) => {
+                let abs = std::path::absolute(&path).unwrap_or(path);
+                match self.load_job(&abs) {
+                    Ok(job) => {
+                        if let Some(tab) = self.tabs.get_mut(self.active) {
+                            tab.compare = Some(CompareState::new(abs, job));
+                        }
+                    }
+                    Err(e) => self.notify(format!("cannot start a background job: {e}")),
                 }
-                if !self.dialog.available() {
-                    self.send(Command::ShowPicker);
-                    return;
-                }
-                let dialog = Arc::clone(&self.dialog);
-                match Job::spawn("open-dialog", self.repaint_fn(), move |_, _| {
-                    dialog.pick_files()
-                }) {
-                    Ok(job) => self.dialog_job = Some(job),
-                    Err(_) => self.send(Command::ShowPicker),
+            }
+            Command::CloseCompare(i) => {
+                if let Some(tab) = self.tabs.get_mut(i) {
+                    tab.compare = None;
                 }
             }
             Command::ShowPicker => {
@@ -543,6 +579,24 @@ impl TensorscopeApp {
         }
     }
 
+    fn show_dialog(&mut self, purpose: DialogPurpose) {
+        if self.dialog_job.is_some() {
+            return;
+        }
+        self.picker_purpose = purpose;
+        if !self.dialog.available() {
+            self.send(Command::ShowPicker);
+            return;
+        }
+        let dialog = Arc::clone(&self.dialog);
+        match Job::spawn("open-dialog", self.repaint_fn(), move |_, _| {
+            dialog.pick_files()
+        }) {
+            Ok(job) => self.dialog_job = Some((purpose, job)),
+            Err(_) => self.send(Command::ShowPicker),
+        }
+    }
+
     fn load_job(&self, path: &Path) -> std::io::Result<Job<Result<Loaded, LoadError>>> {
         let path = path.to_path_buf();
         Job::spawn("open-checkpoint", self.repaint_fn(), move |_, _| {
@@ -559,6 +613,7 @@ impl TensorscopeApp {
             },
             table: TableState::default(),
             view: ViewState::default(),
+            compare: None,
         });
         self.active = self.tabs.len() - 1;
     }
@@ -635,6 +690,15 @@ impl TensorscopeApp {
             .scan_figures()
             .and_then(|s| s.get(index).copied().flatten())
     }
+}
+
+/// What the open dialog was shown for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DialogPurpose {
+    /// Open in new tabs.
+    Open,
+    /// Compare the active tab with the chosen file.
+    Compare,
 }
 
 /// How a click changes the selection.

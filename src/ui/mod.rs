@@ -3,6 +3,7 @@
 
 pub mod app;
 pub mod dialog;
+pub mod diff_view;
 pub mod error_pane;
 pub mod model;
 pub mod panels;
@@ -54,7 +55,7 @@ fn escape(s: &str, max_chars: usize, keep_lines: bool) -> String {
 
 /// Opens the window with `files` (and the demo when asked); returns the
 /// process exit code.
-pub fn run(files: Vec<PathBuf>, demo: bool) -> i32 {
+pub fn run(files: Vec<PathBuf>, demo: bool, compare: Option<(PathBuf, PathBuf)>) -> i32 {
     let options = eframe::NativeOptions {
         viewport: egui::ViewportBuilder::default()
             .with_title("Tensorscope")
@@ -83,6 +84,10 @@ pub fn run(files: Vec<PathBuf>, demo: bool) -> i32 {
             }
             if demo {
                 app.send(Command::OpenDemo);
+            }
+            if let Some((a, b)) = compare {
+                app.open(a);
+                app.send(Command::Compare(b));
             }
             Ok(Box::new(app))
         }),

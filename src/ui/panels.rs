@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use eframe::egui;
 
-use super::app::{Command, Load, TensorscopeApp};
+use super::app::{Command, DialogPurpose, Load, TensorscopeApp};
 use super::model::{human_bytes, human_count};
-use super::{error_pane, picker, side, table};
+use super::{diff_view, error_pane, picker, side, table};
 use crate::format::LoadError;
 
 /// Draws the whole window.
@@ -76,6 +76,25 @@ pub fn root_ui(ui: &mut egui::Ui, app: &mut TensorscopeApp) {
                     });
                 });
             }
+            Load::Ready(_) if tab.compare.is_some() => {
+                let a = tab.loaded().map(|l| std::sync::Arc::clone(&l.ck));
+                let ctx = ui.ctx().clone();
+                let repaint = move || ctx.request_repaint();
+                let mut close = false;
+                if let Some(c) = &mut tab.compare {
+                    egui::Panel::right("diff_side_panel")
+                        .resizable(true)
+                        .default_size(ui.available_width() * 0.36)
+                        .size_range(260.0..=f32::INFINITY)
+                        .show(ui, |ui| diff_view::pair_ui(ui, c));
+                    egui::CentralPanel::default().show(ui, |ui| {
+                        diff_view::diff_table_ui(ui, c, a.as_ref(), repaint, &mut close);
+                    });
+                }
+                if close {
+                    commands.push(Command::CloseCompare(active));
+                }
+            }
             Load::Ready(_) => {
                 egui::Panel::right("side_panel")
                     .resizable(true)
@@ -93,7 +112,11 @@ pub fn root_ui(ui: &mut egui::Ui, app: &mut TensorscopeApp) {
     if let Some(p) = &mut app.picker {
         let mut cmds = Vec::new();
         let keep = picker::picker_ui(ui.ctx(), p, &mut cmds);
-        app.commands.extend(cmds);
+        let compare = app.picker_purpose == DialogPurpose::Compare;
+        app.commands.extend(cmds.into_iter().map(|c| match c {
+            Command::Open(p) if compare => Command::Compare(p),
+            other => other,
+        }));
         if !keep {
             app.picker = None;
         }
@@ -135,6 +158,16 @@ fn menu_bar_ui(ui: &mut egui::Ui, app: &mut TensorscopeApp) {
             });
             if ui.button("Open demo checkpoint").clicked() {
                 app.send(Command::OpenDemo);
+            }
+            let can_compare = app.active_tab().is_some_and(|t| t.loaded().is_some());
+            if ui
+                .add_enabled(can_compare, egui::Button::new("Compare with…"))
+                .on_hover_text(
+                    "Diff the open checkpoint against another (or Shift-drop a file on the window)",
+                )
+                .clicked()
+            {
+                app.send(Command::CompareDialog);
             }
             ui.separator();
             let has_tab = !app.tabs.is_empty();

@@ -322,3 +322,62 @@ fn tensor_view_stats_histograms_values_heatmap_and_scan() {
         "model.layers.1.input_layernorm.weight"
     );
 }
+
+#[test]
+fn diff_view_compares_two_files() {
+    use tensorscope::dtype::Dtype;
+    use tensorscope::format::write::{TensorSource, write_file};
+    use tensorscope::jobs::{CancelToken, Progress};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let f32s = |v: &[f32]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
+    let base: Vec<f32> = (0..64).map(|i| (i as f32 * 0.1).sin()).collect();
+    let mut tuned = base.clone();
+    tuned[5] += 0.5;
+    let save = |name: &str, layer1: &[u8], extra: bool| {
+        let mut t = vec![TensorSource {
+            name: "model.layers.0.w".into(),
+            dtype: Dtype::F32,
+            shape: vec![8, 8],
+            data: layer1,
+        }];
+        let same = f32s(&base);
+        let same: &'static [u8] = Box::leak(same.into_boxed_slice());
+        t.push(TensorSource {
+            name: "model.layers.1.w".into(),
+            dtype: Dtype::F32,
+            shape: vec![8, 8],
+            data: same,
+        });
+        if extra {
+            t.push(TensorSource {
+                name: "lm_head".into(),
+                dtype: Dtype::F32,
+                shape: vec![1],
+                data: &same[..4],
+            });
+        }
+        let p = dir.path().join(name);
+        write_file(&p, &t, None, &CancelToken::new(), &Progress::new()).expect("write");
+        p
+    };
+    let a = save("a.safetensors", &f32s(&base), false);
+    let b = save("b.safetensors", &f32s(&tuned), true);
+    let mut h = harness(State::default(), no_dialog());
+    open(&mut h, &a);
+    h.state_mut().send(Command::Compare(b));
+    settle(&mut h);
+    h.get_by_label_contains("1 changed");
+    h.get_by_label_contains("1 only in B");
+    h.get_by_label("Changed only").click();
+    h.run_steps(2);
+    h.get_by_label("model.layers.0.w").click();
+    settle(&mut h);
+    h.get_by_label("Δ = A − B");
+    h.get_by_label_contains("|Δ| map");
+    let tab = h.state().active_tab().expect("tab");
+    let c = tab.compare.as_ref().expect("comparing");
+    assert_eq!(c.selected, Some(0));
+    h.get_by_label("Close comparison").click();
+    h.run_steps(2);
+    assert!(h.state().active_tab().expect("tab").compare.is_none());
+}

@@ -535,6 +535,7 @@ pub fn diff_pair(
         out.max_abs_diff = Some(0.0);
         out.mean_abs_diff = Some(0.0);
         out.rms_diff = Some(0.0);
+        out.rel_l2 = Some(0.0);
         out.changed_elements = Some(0);
         out.changed_fraction = (ia.numel > 0).then_some(0.0);
         out.nan_mismatches = Some(0);

@@ -381,3 +381,62 @@ fn diff_view_compares_two_files() {
     h.run_steps(2);
     assert!(h.state().active_tab().expect("tab").compare.is_none());
 }
+
+#[test]
+fn multi_select_keyboard_and_copy_names() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = write(dir.path(), "m.safetensors", &small_model());
+    let mut h = harness(State::default(), no_dialog());
+    open(&mut h, &p);
+    h.get_by_label("Name").click();
+    h.run_steps(2);
+    h.get_by_label("embed.weight").click();
+    h.run_steps(1);
+    h.get_by_label("layers.0.norm")
+        .click_modifiers(egui::Modifiers::COMMAND);
+    h.run_steps(1);
+    assert_eq!(
+        h.state().active_tab().expect("tab").table.selection.len(),
+        2
+    );
+    // Shift-click selects the range in the current order.
+    h.get_by_label("packed")
+        .click_modifiers(egui::Modifiers::SHIFT);
+    h.run_steps(1);
+    assert_eq!(
+        h.state().active_tab().expect("tab").table.selection.len(),
+        2
+    );
+    h.get_by_label("embed.weight").click();
+    h.run_steps(1);
+    h.get_by_label("layers.0.norm")
+        .click_modifiers(egui::Modifiers::SHIFT);
+    h.run_steps(1);
+    assert_eq!(
+        h.state().active_tab().expect("tab").table.selection.len(),
+        4
+    );
+    // Copy the selected names.
+    h.event(egui::Event::Copy);
+    h.step();
+    h.step();
+    let copied = h
+        .output()
+        .platform_output
+        .commands
+        .iter()
+        .find_map(|c| match c {
+            egui::OutputCommand::CopyText(t) => Some(t.clone()),
+            _ => None,
+        });
+    let copied = copied.or_else(|| h.state().notices.last().map(|n| n.text.clone()));
+    assert!(copied.is_some_and(|t| t.contains("embed.weight") || t.contains("copied 4 names")));
+    // Arrow keys move the selection.
+    h.key_press(egui::Key::ArrowDown);
+    h.run_steps(1);
+    let tab = h.state().active_tab().expect("tab");
+    let ck = &tab.loaded().expect("loaded").ck;
+    let cursor = tab.table.cursor.expect("cursor");
+    assert_eq!(ck.info(ck.tensors[cursor]).expect("info").name, "packed");
+    assert_eq!(tab.table.selection.len(), 1);
+}

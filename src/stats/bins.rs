@@ -55,7 +55,20 @@ pub(crate) struct FloatBins {
     scale: f64,
     /// Whether `max − min` overflows, so that the guess works on halves.
     halve: bool,
+    /// `[lo, hi)` of each bin, the last one's `hi` being +Inf: one load
+    /// checks a guess in the hot loop.
+    bounds: Vec<[f64; 2]>,
+    /// Whether a guess whose fraction is at least [`SURE_MARGIN`] away from
+    /// a whole number is certainly right (the rounding of the guess and of
+    /// the edges is far smaller than the margin): false when the bins are
+    /// narrow next to the values' own precision.
+    fast: bool,
 }
+
+/// How far (in bins) a first guess must be from a bin boundary to be taken
+/// without checking it against the edges. The guess and the edges carry a
+/// few roundings each, below 1e-9 bins when `fast` holds.
+pub(crate) const SURE_MARGIN: f64 = 1e-6;
 
 impl FloatBins {
     /// Bins over `[min, max]`; one bin when `min == max`. `bins` must be at
@@ -92,12 +105,42 @@ impl FloatBins {
         } else {
             0.0
         };
+        let bounds = (0..bins)
+            .map(|i| {
+                let lo = edges.get(i).copied().unwrap_or(max);
+                let hi = if i + 1 == bins {
+                    f64::INFINITY
+                } else {
+                    edges.get(i + 1).copied().unwrap_or(max)
+                };
+                [lo, hi]
+            })
+            .collect();
+        let largest = min.abs().max(max.abs());
+        let step = range / n;
+        // An ulp of the largest value, in bins, must be far below the margin.
+        let fast = !halve && step.is_finite() && step > 0.0 && scale.is_finite() && {
+            let ulp = largest.next_up() - largest;
+            ulp.is_finite() && ulp * 64.0 / step < SURE_MARGIN
+        };
         Self {
             edges,
             origin: min,
             scale,
             halve,
+            bounds,
+            fast,
         }
+    }
+
+    /// Whether [`FloatBins::guess_block`]'s unchecked guesses can be trusted.
+    pub fn fast(&self) -> bool {
+        self.fast
+    }
+
+    /// `[lo, hi)` of each bin (the last `hi` is +Inf).
+    pub fn bounds(&self) -> &[[f64; 2]] {
+        &self.bounds
     }
 
     /// Number of bins.
@@ -115,14 +158,7 @@ impl FloatBins {
     /// the first or last bin.
     #[inline]
     pub fn bin_of(&self, x: f64) -> usize {
-        let last = self.len().saturating_sub(1);
-        let guess = if self.halve {
-            (x * 0.5 - self.origin * 0.5) * self.scale
-        } else {
-            (x - self.origin) * self.scale
-        };
-        // `as` saturates: negative and NaN guesses give 0.
-        let i = (guess as usize).min(last);
+        let i = self.guess_one(x);
         if self.holds(i, x) { i } else { self.search(x) }
     }
 
@@ -130,6 +166,19 @@ impl FloatBins {
     /// operands when `halve`).
     pub fn guess_params(&self) -> (f64, f64, bool) {
         (self.origin, self.scale, self.halve)
+    }
+
+    /// A first guess of the bin of `x`, to be checked.
+    #[inline]
+    pub fn guess_one(&self, x: f64) -> usize {
+        let last = self.len().saturating_sub(1);
+        let guess = if self.halve {
+            (x * 0.5 - self.origin * 0.5) * self.scale
+        } else {
+            (x - self.origin) * self.scale
+        };
+        // `as` saturates: negative and NaN guesses give 0.
+        (guess as usize).min(last)
     }
 
     /// Whether bin `i` holds `x`.

@@ -32,6 +32,8 @@ pub(crate) trait FloatLane: Lane {
     const BIAS: i32;
     /// Exponent field of the largest (all-ones) code.
     const MAX_FIELD: usize;
+    /// Significant bits of [`FloatLane::key`].
+    const KEY_BITS: u32;
     /// Specials, range and moments of a block.
     fn summarize(vals: &[Self], smallest_normal: f64) -> (Specials, Moments);
     /// Counts exponent fields into a table of [`FloatLane::EXPONENT_TABLE`].
@@ -54,6 +56,7 @@ impl FloatLane for f32 {
     const EXPONENT_TABLE: usize = 4 * 256;
     const BIAS: i32 = 127;
     const MAX_FIELD: usize = 255;
+    const KEY_BITS: u32 = 32;
 
     fn summarize(vals: &[f32], _smallest_normal: f64) -> (Specials, Moments) {
         block_f32(vals)
@@ -69,12 +72,10 @@ impl FloatLane for f32 {
         }
     }
     fn key(self) -> u64 {
+        // Branch-free (vectorises): flip every bit of negatives, the sign
+        // bit of the others.
         let b = self.to_bits();
-        u64::from(if b & 0x8000_0000 == 0 {
-            b | 0x8000_0000
-        } else {
-            !b
-        })
+        u64::from(b ^ (((b as i32) >> 31) as u32 | 0x8000_0000))
     }
     fn from_key(key: u64) -> f32 {
         let k = key as u32;
@@ -104,6 +105,7 @@ impl FloatLane for f64 {
     const EXPONENT_TABLE: usize = 2048;
     const BIAS: i32 = 1023;
     const MAX_FIELD: usize = 2047;
+    const KEY_BITS: u32 = 64;
 
     fn summarize(vals: &[f64], smallest_normal: f64) -> (Specials, Moments) {
         block_f64(vals, smallest_normal)
@@ -118,7 +120,7 @@ impl FloatLane for f64 {
     }
     fn key(self) -> u64 {
         let b = self.to_bits();
-        if b >> 63 == 0 { b | (1 << 63) } else { !b }
+        b ^ (((b as i64) >> 63) as u64 | (1 << 63))
     }
     fn from_key(key: u64) -> f64 {
         f64::from_bits(if key >> 63 == 0 {
@@ -477,19 +479,18 @@ impl<V: View> KeySource for Keys<'_, V> {
     fn chunk_elems(&self) -> u64 {
         self.chunk
     }
+    fn key_bits(&self) -> u32 {
+        V::T::KEY_BITS
+    }
     fn for_each_block(&self, range: Range<u64>, f: &mut dyn FnMut(&[u64])) {
         let mut keys = [0u64; BLOCK];
         for_each_block(self.view, range, |vals| {
-            let mut n = 0;
-            for &x in vals {
-                if x.finite()
-                    && let Some(slot) = keys.get_mut(n)
-                {
-                    *slot = x.key();
-                    n += 1;
-                }
+            // NaN and ±Inf keys lie outside every interval of finite
+            // values, so they need no filtering here.
+            for (k, &x) in keys.iter_mut().zip(vals) {
+                *k = x.key();
             }
-            f(keys.get(..n).unwrap_or(&[]));
+            f(keys.get(..vals.len()).unwrap_or(&[]));
         });
     }
 }

@@ -116,6 +116,9 @@ impl KeySource for Keys<'_> {
     fn chunk_elems(&self) -> u64 {
         self.chunk
     }
+    fn key_bits(&self) -> u32 {
+        64
+    }
     fn for_each_block(&self, range: Range<u64>, f: &mut dyn FnMut(&[u64])) {
         self.view.for_each_block(range, |k| f(k));
     }

@@ -6,7 +6,7 @@
 //! intrinsics. Every loop takes any input: NaN and Inf are split off
 //! before the arithmetic, and nothing indexes out of bounds.
 
-use super::bins::FloatBins;
+use super::bins::{FloatBins, SURE_MARGIN};
 use super::moments::{Moments, ldexp};
 
 /// Values per block: the decode buffer and the lanes' partial sums stay in
@@ -149,14 +149,19 @@ fn lane_sum(vals: &[f64], f: impl Fn(f64) -> f64) -> f64 {
     acc[0] + tail
 }
 
-/// Counts zeros and values below the smallest normal f32 (zeros included).
+/// Counts values below the smallest normal f32 (zeros included) and zeros.
 #[inline]
 fn tiny_f32(vals: &[f32]) -> (u32, u32) {
-    let (mut tiny, mut zero) = (0u32, 0u32);
+    let mut tiny = 0u32;
     for &x in vals {
-        let a = x.to_bits() & 0x7fff_ffff;
-        tiny += u32::from(a < 0x0080_0000);
-        zero += u32::from(a == 0);
+        tiny += u32::from(x.to_bits() & 0x7fff_ffff < 0x0080_0000);
+    }
+    // Most blocks hold no zero and no subnormal: count zeros only then.
+    let mut zero = 0u32;
+    if tiny > 0 {
+        for &x in vals {
+            zero += u32::from(x.abs() == 0.0);
+        }
     }
     (tiny, zero)
 }
@@ -182,11 +187,12 @@ fn range_f32(vals: &[f32]) -> (f32, f32) {
 /// The smallest and largest of a block with no NaN.
 #[inline]
 fn range_of<T: Lane>(vals: &[T], lowest: T, highest: T) -> (T, T) {
-    let mut mn = [highest; 8];
-    let mut mx = [lowest; 8];
-    let (chunks, rest) = vals.as_chunks::<8>();
+    // Four lanes: one SSE register of f32 (eight make worse code).
+    let mut mn = [highest; 4];
+    let mut mx = [lowest; 4];
+    let (chunks, rest) = vals.as_chunks::<4>();
     for c in chunks {
-        for j in 0..8 {
+        for j in 0..4 {
             mn[j] = if c[j] < mn[j] { c[j] } else { mn[j] };
             mx[j] = if c[j] > mx[j] { c[j] } else { mx[j] };
         }
@@ -197,7 +203,7 @@ fn range_of<T: Lane>(vals: &[T], lowest: T, highest: T) -> (T, T) {
     }
     let mut lo = highest;
     let mut hi = lowest;
-    for j in 0..8 {
+    for j in 0..4 {
         lo = if mn[j] < lo { mn[j] } else { lo };
         hi = if mx[j] > hi { mx[j] } else { hi };
     }
@@ -358,14 +364,14 @@ pub(crate) fn exponents_f64(vals: &[f64], table: &mut [u32]) {
 }
 
 /// Adds the finite values of a block to a linear histogram kept as four
-/// interleaved tables of `bins.len()` counters each (`tables.len()` must be
-/// `4 · bins.len()`).
+/// tables of `bins.len()` counters each, one after the other
+/// (`tables.len()` must be `4 · bins.len()`).
 pub(crate) fn histogram_block<T: Lane>(vals: &[T], bins: &FloatBins, tables: &mut [u32]) {
     let mut all_finite = true;
     for &x in vals {
         all_finite &= x.finite();
     }
-    if !all_finite {
+    if !all_finite || vals.len() > BLOCK {
         let mut finite = [T::default(); BLOCK];
         for part in vals.chunks(BLOCK) {
             let n = split_finite(part, &mut finite, &mut Specials::default());
@@ -374,19 +380,58 @@ pub(crate) fn histogram_block<T: Lane>(vals: &[T], bins: &FloatBins, tables: &mu
         return;
     }
     let len = bins.len();
+    let bounds = bins.bounds();
     let mut guess = [0u32; BLOCK];
-    for part in vals.chunks(BLOCK) {
-        bins.guess_block(part, &mut guess);
-        for (k, (&g, &x)) in guess.iter().zip(part).enumerate() {
-            let x = x.to_f64();
-            let g = g as usize;
-            let i = if bins.holds(g, x) { g } else { bins.search(x) };
-            if let Some(slot) = tables.get_mut((k & 3) * len + i) {
-                *slot += 1;
-            }
+    bins.guess_block(vals, &mut guess);
+    let bin = |g: u32, x: f64| {
+        if g != UNSURE {
+            return g as usize;
+        }
+        let g = bins.guess_one(x);
+        match bounds.get(g) {
+            Some(&[lo, hi]) if lo <= x && x < hi => g,
+            _ => bins.search(x),
+        }
+    };
+    let Some((t0, rest)) = tables.split_at_mut_checked(len) else {
+        return;
+    };
+    let Some((t1, rest)) = rest.split_at_mut_checked(len) else {
+        return;
+    };
+    let Some((t2, t3)) = rest.split_at_mut_checked(len) else {
+        return;
+    };
+    let guess = guess.get(..vals.len()).unwrap_or(&[]);
+    let (gs, g_rest) = guess.as_chunks::<4>();
+    let (xs, x_rest) = vals.as_chunks::<4>();
+    for (g, x) in gs.iter().zip(xs) {
+        let i0 = bin(g[0], x[0].to_f64());
+        let i1 = bin(g[1], x[1].to_f64());
+        let i2 = bin(g[2], x[2].to_f64());
+        let i3 = bin(g[3], x[3].to_f64());
+        if let Some(c) = t0.get_mut(i0) {
+            *c += 1;
+        }
+        if let Some(c) = t1.get_mut(i1) {
+            *c += 1;
+        }
+        if let Some(c) = t2.get_mut(i2) {
+            *c += 1;
+        }
+        if let Some(c) = t3.get_mut(i3) {
+            *c += 1;
+        }
+    }
+    for (&g, &x) in g_rest.iter().zip(x_rest) {
+        if let Some(c) = t0.get_mut(bin(g, x.to_f64())) {
+            *c += 1;
         }
     }
 }
+
+/// A guess that must be checked against the edges.
+pub(crate) const UNSURE: u32 = u32::MAX;
 
 /// Counts byte values into four interleaved tables.
 pub(crate) fn count_bytes(bytes: &[u8], tables: &mut [[u32; 256]; 4]) {
@@ -456,18 +501,27 @@ impl FloatBins {
     /// corrected against the edges by the caller).
     #[inline]
     pub(crate) fn guess_block<T: Lane>(&self, vals: &[T], out: &mut [u32]) {
-        let (origin, scale, halve) = self.guess_params();
-        let last = self.len().saturating_sub(1) as u32;
-        if halve {
-            for (o, &x) in out.iter_mut().zip(vals) {
-                let g = (x.to_f64() * 0.5 - origin * 0.5) * scale;
-                *o = (g as u32).min(last);
+        const MAGIC: f64 = 4_503_599_627_370_496.0; // 2^52
+        let (origin, scale, _) = self.guess_params();
+        if !self.fast() {
+            for (o, _) in out.iter_mut().zip(vals) {
+                *o = UNSURE;
             }
-        } else {
-            for (o, &x) in out.iter_mut().zip(vals) {
-                let g = (x.to_f64() - origin) * scale;
-                *o = (g as u32).min(last);
-            }
+            return;
+        }
+        let top = self.len().saturating_sub(1) as f64 + 0.5;
+        // floor() by the 2^52 trick, with no float-to-int conversion, so
+        // that the loop vectorises; guesses within SURE_MARGIN of a bin
+        // boundary are marked UNSURE and checked against the edges.
+        for (o, &x) in out.iter_mut().zip(vals) {
+            let f = ((x.to_f64() - origin) * scale).max(0.0).min(top);
+            // f + 0.5 rounded to an integer is ⌊f⌋ + 1 (ties aside, which
+            // the margin rejects); it stays ≥ 2^52 so its low bits hold it.
+            let r = (f + 0.5) + MAGIC;
+            let frac = f - (r - MAGIC - 1.0);
+            let sure = frac > SURE_MARGIN && frac < 1.0 - SURE_MARGIN;
+            let i = (r.to_bits() as u32).wrapping_sub(1);
+            *o = if sure { i } else { UNSURE };
         }
     }
 }
@@ -530,6 +584,40 @@ mod tests {
             .map(|i| (0..4).map(|t| tables[t * 4 + i]).sum())
             .collect();
         assert_eq!(counts, [2, 1, 1, 2]);
+    }
+
+    #[test]
+    fn sure_guesses_are_right() {
+        let mut state = 0x1234_5678_9abc_def0u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 11) as f64 / (1u64 << 53) as f64
+        };
+        for (min, max, n) in [
+            (-1.0, 1.0, 256),
+            (0.0, 448.0, 7),
+            (1000.0, 1000.001, 256),
+            (-3.4e38, 3.4e38, 255),
+            (5e-324, 2.2e-308, 256),
+            (-0.02, 0.5, 1 << 20),
+        ] {
+            let bins = FloatBins::new(min, max, n);
+            let mut vals: Vec<f64> = (0..4000).map(|_| min + (max - min) * next()).collect();
+            vals.extend(bins.edges().iter().copied());
+            vals.extend(bins.edges().iter().map(|e| e.next_up().min(max)));
+            vals.extend(bins.edges().iter().map(|e| e.next_down().max(min)));
+            for part in vals.chunks(BLOCK) {
+                let mut guess = [0u32; BLOCK];
+                bins.guess_block(part, &mut guess);
+                for (&g, &x) in guess.iter().zip(part) {
+                    if g != UNSURE {
+                        assert_eq!(g as usize, bins.bin_of(x), "{min} {max} {n}: {x}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

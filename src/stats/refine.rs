@@ -35,6 +35,8 @@ pub(crate) trait KeySource: Sync {
     fn len(&self) -> u64;
     /// Elements per chunk of work.
     fn chunk_elems(&self) -> u64;
+    /// Significant bits of the keys (32 for f32 keys, 64 otherwise).
+    fn key_bits(&self) -> u32;
     /// Calls `f` with the keys of the counted (finite) values among the
     /// elements `range`, a block at a time.
     fn for_each_block(&self, range: Range<u64>, f: &mut dyn FnMut(&[u64]));
@@ -135,6 +137,16 @@ pub(crate) fn refine(
             })
             .collect();
         let spans: Vec<(u64, u64)> = intervals.iter().map(|&(lo, hi, _)| (lo, hi - lo)).collect();
+        // A cheap first test: which of the 65,536 groups of keys (by their
+        // top 16 bits) meet an open interval at all.
+        let shift = src.key_bits().clamp(16, 64) - 16;
+        let mut wanted = vec![false; 1 << 16];
+        for &(lo, hi, _) in &intervals {
+            let (a, b) = ((lo >> shift) as usize, (hi >> shift) as usize);
+            for w in wanted.iter_mut().take(b.saturating_add(1)).skip(a) {
+                *w = true;
+            }
+        }
         let identity = || -> Vec<Vec<u64>> {
             plans
                 .iter()
@@ -150,8 +162,23 @@ pub(crate) fn refine(
             cancel,
             identity,
             |acc, range| {
+                let mut hits = [0u64; super::kernel::BLOCK];
+                // A fixed-size table: the index needs no bounds check.
+                let wanted: &[bool; 1 << 16] = match wanted.as_slice().try_into() {
+                    Ok(w) => w,
+                    Err(_) => return,
+                };
                 src.for_each_block(range, &mut |keys| {
-                    for_each_hit(keys, &spans, |i, k| {
+                    let mut n = 0;
+                    for &k in keys {
+                        if wanted[((k >> shift) & 0xffff) as usize]
+                            && let Some(slot) = hits.get_mut(n)
+                        {
+                            *slot = k;
+                            n += 1;
+                        }
+                    }
+                    for_each_hit(hits.get(..n).unwrap_or(&[]), &spans, |i, k| {
                         let (Some(plan), Some(store), Some(&(lo, _))) =
                             (plans.get(i), acc.get_mut(i), spans.get(i))
                         else {
@@ -254,6 +281,9 @@ mod tests {
         }
         fn chunk_elems(&self) -> u64 {
             1000
+        }
+        fn key_bits(&self) -> u32 {
+            64
         }
         fn for_each_block(&self, range: Range<u64>, f: &mut dyn FnMut(&[u64])) {
             f(&self.0[range.start as usize..range.end as usize]);

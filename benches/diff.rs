@@ -31,7 +31,11 @@ fn make(path: &Path, seed: u32, perturb: &dyn Fn(usize) -> bool) {
                 x ^= x >> 17;
                 x ^= x << 5;
                 let f = (x as f32 / u32::MAX as f32 - 0.5) * 0.1;
-                let f = if perturb(t) { f + seed as f32 * 1e-4 } else { f };
+                let f = if perturb(t) {
+                    f + seed as f32 * 1e-4
+                } else {
+                    f
+                };
                 c.copy_from_slice(&f.to_le_bytes());
             }
         } else {
@@ -40,7 +44,11 @@ fn make(path: &Path, seed: u32, perturb: &dyn Fn(usize) -> bool) {
                 x ^= x >> 17;
                 x ^= x << 5;
                 let f = (x as f32 / u32::MAX as f32 - 0.5) * 0.1;
-                let f = if perturb(t) { f + seed as f32 * 1e-3 } else { f };
+                let f = if perturb(t) {
+                    f + seed as f32 * 1e-3
+                } else {
+                    f
+                };
                 c.copy_from_slice(&half::bf16::from_f32(f).to_le_bytes());
             }
         }
@@ -56,7 +64,8 @@ fn make(path: &Path, seed: u32, perturb: &dyn Fn(usize) -> bool) {
             data: d,
         })
         .collect();
-    write_file(path, &sources, None, &CancelToken::new(), &Progress::new()).expect("write bench file");
+    write_file(path, &sources, None, &CancelToken::new(), &Progress::new())
+        .expect("write bench file");
 }
 
 fn best_of(runs: usize, mut f: impl FnMut()) -> f64 {
@@ -89,7 +98,13 @@ fn main() {
     let threads = rayon::current_num_threads();
     // Warm the page cache.
     for ck in [&a, &b_few, &b_all] {
-        let _ = scan(ck, &ck.tensors, &StatsOptions::default(), &CancelToken::new(), &Progress::new());
+        let _ = scan(
+            ck,
+            &ck.tensors,
+            &StatsOptions::default(),
+            &CancelToken::new(),
+            &Progress::new(),
+        );
     }
     let opts = DiffOptions::default();
     let t_few = best_of(3, || {
@@ -105,18 +120,54 @@ fn main() {
         ..StatsOptions::default()
     };
     let t_stats = best_of(2, || {
-        scan(&a, &a.tensors, &moments, &CancelToken::new(), &Progress::new()).expect("scan");
+        scan(
+            &a,
+            &a.tensors,
+            &moments,
+            &CancelToken::new(),
+            &Progress::new(),
+        )
+        .expect("scan");
     });
     let t_stats_full = best_of(2, || {
-        scan(&a, &a.tensors, &StatsOptions::default(), &CancelToken::new(), &Progress::new()).expect("scan");
+        scan(
+            &a,
+            &a.tensors,
+            &StatsOptions::default(),
+            &CancelToken::new(),
+            &Progress::new(),
+        )
+        .expect("scan");
     });
     let gb = |b: f64, t: f64| b / t / 1e9;
-    println!("two 2 GiB checkpoints (32 F32 + 32 BF16 tensors of 32 MiB), {threads} threads, page cache warm");
+    println!(
+        "two 2 GiB checkpoints (32 F32 + 32 BF16 tensors of 32 MiB), {threads} threads, page cache warm"
+    );
     println!("| run | input read | time | throughput |");
     println!("|---|---|---|---|");
-    println!("| diff, 4 of 64 tensors differ | {:.2} GB | {:.3} s | {:.2} GB/s |", bytes / 1e9, t_few, gb(bytes, t_few));
-    println!("| diff, every tensor differs | {:.2} GB | {:.3} s | {:.2} GB/s |", bytes / 1e9, t_all, gb(bytes, t_all));
+    println!(
+        "| diff, 4 of 64 tensors differ | {:.2} GB | {:.3} s | {:.2} GB/s |",
+        bytes / 1e9,
+        t_few,
+        gb(bytes, t_few)
+    );
+    println!(
+        "| diff, every tensor differs | {:.2} GB | {:.3} s | {:.2} GB/s |",
+        bytes / 1e9,
+        t_all,
+        gb(bytes, t_all)
+    );
     let one = bytes / 2.0;
-    println!("| stats scan (moments only), one file | {:.2} GB | {:.3} s | {:.2} GB/s |", one / 1e9, t_stats, gb(one, t_stats));
-    println!("| stats scan (full: histograms, exact quantiles), one file | {:.2} GB | {:.3} s | {:.2} GB/s |", one / 1e9, t_stats_full, gb(one, t_stats_full));
+    println!(
+        "| stats scan (moments only), one file | {:.2} GB | {:.3} s | {:.2} GB/s |",
+        one / 1e9,
+        t_stats,
+        gb(one, t_stats)
+    );
+    println!(
+        "| stats scan (full: histograms, exact quantiles), one file | {:.2} GB | {:.3} s | {:.2} GB/s |",
+        one / 1e9,
+        t_stats_full,
+        gb(one, t_stats_full)
+    );
 }

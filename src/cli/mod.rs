@@ -3,8 +3,10 @@
 //! answer is "no", 2 an error.
 
 mod diff;
+mod export;
 mod info;
 mod output;
+mod resave;
 mod stats;
 mod validate;
 
@@ -13,7 +15,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+pub use export::ExportArgs;
 pub use output::{ErrorDoc, Output};
+pub use resave::ResaveArgs;
 pub use stats::StatsArgs;
 
 /// Exit code: success (valid, equal).
@@ -61,6 +65,11 @@ pub enum Verb {
     Stats(StatsArgs),
     /// Compare two checkpoints; exit 1 if they differ.
     Diff(diff::DiffArgs),
+    /// Export one tensor to .npy, .csv, .bin or a .png heatmap.
+    Export(ExportArgs),
+    /// Write a new checkpoint: a subset, renamed, with edited metadata and
+    /// converted dtypes, optionally re-sharded.
+    Resave(ResaveArgs),
 }
 
 /// Options shared by every verb.
@@ -106,6 +115,8 @@ where
         Some(Verb::Validate(a)) => validate::run(&a, &mut out),
         Some(Verb::Stats(a)) => stats::run(&a, &mut out),
         Some(Verb::Diff(a)) => diff::run(&a, &mut out),
+        Some(Verb::Export(a)) => export::run(&a, &mut out),
+        Some(Verb::Resave(a)) => resave::run(&a, &mut out),
         None if cli.install_desktop => install_desktop(),
         None => {
             let compare = cli.diff.and_then(|v| {

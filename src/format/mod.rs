@@ -3,14 +3,18 @@
 //!
 //! [`parse`] reproduces the reference implementation's verdict on every
 //! input (FORMAT.md); [`Checkpoint::open`] opens a file, a shard index or a
-//! folder holding one.
+//! folder holding one. [`write`] writes files the way the reference writer
+//! lays them out, and [`resave`] re-saves a checkpoint (subset, renames,
+//! metadata edits, [`convert`]ed dtypes, re-sharding) safely.
 
 mod checkpoint;
+pub mod convert;
 mod detect;
 mod error;
 mod file;
 mod map;
 mod parse;
+pub mod resave;
 pub mod write;
 
 use std::path::PathBuf;

@@ -3,11 +3,13 @@
 mod cli;
 mod desktop;
 mod diff;
+mod export;
 mod fixtures;
 mod hostile;
 mod kinds;
 mod oracle;
 mod props;
+mod resave;
 mod shards;
 mod stats;
 mod ui;

@@ -1,0 +1,193 @@
+//! `tensorscope export FILE TENSOR -o OUT`: one tensor to `.npy`, `.csv`,
+//! `.bin` or a `.png` heatmap (the format from OUT's extension).
+//!
+//! Exit codes: 0 when the file was written, 2 otherwise (the checkpoint
+//! cannot be opened, no such tensor, an unknown extension, a CSV over the
+//! limit without `--force`, an I/O error).
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use clap::Args;
+use serde::Serialize;
+
+use super::output::{ErrorDoc, Output, display_name, group_digits, path_string, report_error};
+use super::resave::progress_bar;
+use super::{Common, EXIT_ERROR, EXIT_OK};
+use crate::dtype::decode::BitOrder;
+use crate::export::{
+    Encoding, ExportError, ExportFormat, ExportOptions, ExportReport, PngReport, SizeLimit,
+    export_tensor,
+};
+use crate::format::Checkpoint;
+use crate::jobs::{CancelToken, Progress};
+
+/// `tensorscope export FILE TENSOR -o OUT`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// A .safetensors file, a model.safetensors.index.json, or a folder.
+    pub file: PathBuf,
+    /// The tensor's exact name.
+    pub tensor: String,
+    /// The output file; its extension picks the format: .npy, .csv, .bin
+    /// or .png.
+    #[arg(short = 'o', long = "output", value_name = "OUT")]
+    pub output: PathBuf,
+    /// Write raw codes instead of values (.npy, .csv): BF16 as uint16, F8
+    /// as uint8, F6 and F4 as one code per uint8.
+    #[arg(long)]
+    pub raw: bool,
+    /// Write a CSV even above the size limit (10,000,000 elements).
+    #[arg(long)]
+    pub force: bool,
+    /// Bit order of packed F6 elements.
+    #[arg(long, value_name = "ORDER", default_value = "lsb-first",
+          value_parser = ["lsb-first", "msb-first"])]
+    pub f6_order: String,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// The `export --json` document.
+#[derive(Debug, Serialize)]
+pub struct ExportDoc {
+    /// The checkpoint read.
+    pub path: String,
+    /// The tensor.
+    pub tensor: String,
+    /// Its dtype.
+    pub dtype: &'static str,
+    /// Its shape.
+    pub shape: Vec<u64>,
+    /// The file written.
+    pub output: String,
+    /// `npy`, `csv`, `bin` or `png`.
+    pub format: ExportFormat,
+    /// `values` or `raw-codes`.
+    pub encoding: Encoding,
+    /// The `.npy` data type, such as `<f4`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub npy_descr: Option<&'static str>,
+    /// The `.npy` format version, `1.0` or `2.0`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub npy_version: Option<String>,
+    /// The `.png` heatmap.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub png: Option<PngReport>,
+    /// Elements of the tensor.
+    pub elements: u64,
+    /// Bytes written.
+    pub bytes_written: u64,
+}
+
+impl ExportDoc {
+    fn new(ck: &Checkpoint, r: &ExportReport) -> Self {
+        Self {
+            path: path_string(&ck.path),
+            tensor: r.tensor.clone(),
+            dtype: r.dtype.name(),
+            shape: r.shape.clone(),
+            output: path_string(&r.path),
+            format: r.format,
+            encoding: r.encoding,
+            npy_descr: r.npy_descr,
+            npy_version: r.npy_version.map(|(a, b)| format!("{a}.{b}")),
+            png: r.png.clone(),
+            elements: r.elements,
+            bytes_written: r.bytes_written,
+        }
+    }
+}
+
+/// The error document of an export error.
+pub fn export_error_doc(e: &ExportError) -> ErrorDoc {
+    ErrorDoc {
+        kind: e.kind().to_owned(),
+        message: e.to_string(),
+        path: e.path().map(path_string),
+    }
+}
+
+fn fail(out: &mut Output, json: bool, doc: &ErrorDoc) -> i32 {
+    if json {
+        out.json(&doc.wrapped());
+    }
+    eprintln!("tensorscope: {}", doc.message);
+    EXIT_ERROR
+}
+
+/// Runs `export`.
+pub fn run(args: &ExportArgs, out: &mut Output) -> i32 {
+    let json = args.common.json;
+    // An unknown extension is a usage error: say so before opening anything.
+    if let Err(e) = ExportFormat::from_path(&args.output) {
+        return fail(out, json, &export_error_doc(&e));
+    }
+    let ck = match Checkpoint::open(&args.file) {
+        Ok(ck) => ck,
+        Err(e) => return report_error(out, json, &e),
+    };
+    let Some(t) = ck.find(&args.tensor) else {
+        let doc = ErrorDoc {
+            kind: "UnknownTensor".into(),
+            message: format!("no tensor named {}", display_name(&args.tensor)),
+            path: Some(path_string(&ck.path)),
+        };
+        return fail(out, json, &doc);
+    };
+    let opts = ExportOptions {
+        encoding: if args.raw {
+            Encoding::RawCodes
+        } else {
+            Encoding::Values
+        },
+        size_limit: if args.force {
+            SizeLimit::Ignore
+        } else {
+            SizeLimit::Enforce
+        },
+        bit_order: if args.f6_order == "msb-first" {
+            BitOrder::MsbFirst
+        } else {
+            BitOrder::LsbFirst
+        },
+        ..ExportOptions::default()
+    };
+    let progress = Progress::new();
+    let cancel = CancelToken::new();
+    let done = AtomicBool::new(false);
+    let started = Instant::now();
+    let result = std::thread::scope(|s| {
+        s.spawn(|| progress_bar(&progress, &done, started));
+        let r = export_tensor(&ck, t, &args.output, &opts, &cancel, &progress);
+        done.store(true, Ordering::Relaxed);
+        r
+    });
+    match result {
+        Ok(report) => {
+            if json {
+                out.json(&ExportDoc::new(&ck, &report));
+            } else {
+                let detail = match (report.npy_descr, &report.png) {
+                    (Some(d), _) => format!(" as {d}"),
+                    (_, Some(p)) => format!(
+                        ", {}x{} px for {}x{} cells",
+                        p.width, p.height, p.cells_wide, p.cells_high
+                    ),
+                    _ => String::new(),
+                };
+                out.text(&format!(
+                    "wrote {} ({}{detail}): {} elements of {}, {} bytes\n",
+                    path_string(&report.path),
+                    report.format.extension(),
+                    group_digits(report.elements),
+                    display_name(&report.tensor),
+                    group_digits(report.bytes_written)
+                ));
+            }
+            EXIT_OK
+        }
+        Err(e) => fail(out, json, &export_error_doc(&e)),
+    }
+}

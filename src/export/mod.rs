@@ -1,0 +1,742 @@
+//! Exporting one tensor to a file other tools read: NumPy `.npy`, `.csv`,
+//! raw `.bin`, or a `.png` heatmap. The format comes from the extension.
+//!
+//! - `.npy`: format 1.0 (2.0 when the header needs it), C order, the
+//!   tensor's shape (a scalar is a 0-d array). Native numpy dtypes keep
+//!   their type (BOOL as `bool` with every non-zero byte written as 1, as
+//!   numpy expects a 0/1 byte); BF16, the F8s, F6s and F4 are written as
+//!   float32 values (exact), or with [`Encoding::RawCodes`] as their codes:
+//!   BF16 as uint16, F8 as uint8, F6 and F4 unpacked to one code per uint8.
+//! - `.csv`: one row per index of the first axis, the remaining axes
+//!   flattened in C order (a 1-D tensor gives one value per row, a scalar
+//!   one row); no header row. Refused above [`CSV_MAX_ELEMENTS`] elements
+//!   unless [`SizeLimit::Ignore`]. [`Encoding::RawCodes`] writes the codes
+//!   of BF16/F8/F6/F4 as integers.
+//! - `.bin`: the tensor's bytes exactly as stored (little-endian; F4/F6
+//!   packed as in the file).
+//! - `.png`: the heatmap of [`crate::heatmap`] with its colour map. By
+//!   default an N-D tensor is flattened to (first axis) × (all other axes),
+//!   as the CSV is, so every element counts; pooled into at most
+//!   [`PNG_MAX_SIDE`] cells per side by max |x|; images smaller than 256
+//!   pixels are enlarged by a whole factor. The GUI passes its own view's
+//!   [`HeatmapRequest`] instead.
+//!
+//! `.npy`, `.csv` and `.bin` stream: memory use is a fixed buffer whatever
+//! the tensor's size. Every file is written to a temporary file beside the
+//! target, synced and renamed ([`crate::format::write::atomic_write`]).
+
+mod csv;
+pub mod npy;
+pub mod png;
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use crate::dtype::Dtype;
+use crate::dtype::decode::{BitOrder, code_at, decode_f32};
+use crate::format::write::{ShortWriter, WriteError, atomic_write, cancelled_io_error, same_file};
+use crate::format::{Checkpoint, LoadError, TensorRef};
+use crate::heatmap::{self, HeatmapError, HeatmapRequest, Pooling};
+use crate::jobs::{CancelToken, Progress};
+
+/// CSV exports above this many elements are refused unless forced.
+pub const CSV_MAX_ELEMENTS: u64 = 10_000_000;
+/// Default largest number of heatmap cells per side of a `.png`.
+pub const PNG_MAX_SIDE: usize = 1024;
+/// Smaller heatmaps are enlarged by a whole factor up to this many pixels.
+const PNG_MIN_PIXELS: usize = 256;
+/// Elements per streamed chunk.
+const CHUNK_ELEMENTS: usize = 64 * 1024;
+
+/// A file format to export to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExportFormat {
+    /// NumPy `.npy`.
+    Npy,
+    /// Comma-separated values.
+    Csv,
+    /// Raw bytes as stored.
+    Bin,
+    /// PNG heatmap.
+    Png,
+}
+
+impl ExportFormat {
+    /// Every format.
+    pub const ALL: [ExportFormat; 4] = [
+        ExportFormat::Npy,
+        ExportFormat::Csv,
+        ExportFormat::Bin,
+        ExportFormat::Png,
+    ];
+
+    /// The file extension (without the dot).
+    pub const fn extension(self) -> &'static str {
+        match self {
+            ExportFormat::Npy => "npy",
+            ExportFormat::Csv => "csv",
+            ExportFormat::Bin => "bin",
+            ExportFormat::Png => "png",
+        }
+    }
+
+    /// The format named by `path`'s extension (case-insensitive).
+    pub fn from_path(path: &Path) -> Result<Self, ExportError> {
+        let ext = path
+            .extension()
+            .map(|e| e.to_string_lossy().to_ascii_lowercase())
+            .unwrap_or_default();
+        Self::ALL
+            .into_iter()
+            .find(|f| f.extension() == ext)
+            .ok_or_else(|| ExportError::UnknownFormat {
+                path: path.to_path_buf(),
+                extension: ext,
+            })
+    }
+}
+
+/// Values or raw codes, for the dtypes numpy has no type for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Encoding {
+    /// Decoded values (float32 for BF16, F8, F6, F4).
+    #[default]
+    Values,
+    /// Raw codes: BF16 as uint16, F8 as uint8, F6/F4 one code per uint8.
+    RawCodes,
+}
+
+/// Whether the CSV size limit applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum SizeLimit {
+    /// Refuse CSV exports above the limit.
+    #[default]
+    Enforce,
+    /// Write them anyway.
+    Ignore,
+}
+
+/// How to export.
+#[derive(Debug, Clone)]
+pub struct ExportOptions {
+    /// The format; `None` takes it from the output's extension.
+    pub format: Option<ExportFormat>,
+    /// Values or raw codes (`.npy`, `.csv`).
+    pub encoding: Encoding,
+    /// Whether `csv_max_elements` applies.
+    pub size_limit: SizeLimit,
+    /// The CSV size limit in elements.
+    pub csv_max_elements: u64,
+    /// Bit order of packed F6 elements.
+    pub bit_order: BitOrder,
+    /// The `.png` view; `None` flattens to (first axis) × (the rest),
+    /// pooled by max |x| into at most [`PNG_MAX_SIDE`] cells per side.
+    pub heatmap: Option<HeatmapRequest>,
+    /// Failure injection (tests, and the GUI's tests of its error path):
+    /// the output reports a short write, as a full disk would, after this
+    /// many bytes. `None` in normal use.
+    pub fail_after_bytes: Option<u64>,
+}
+
+impl Default for ExportOptions {
+    fn default() -> Self {
+        Self {
+            format: None,
+            encoding: Encoding::Values,
+            size_limit: SizeLimit::Enforce,
+            csv_max_elements: CSV_MAX_ELEMENTS,
+            bit_order: BitOrder::LsbFirst,
+            heatmap: None,
+            fail_after_bytes: None,
+        }
+    }
+}
+
+/// A tensor to export: its header facts and its bytes.
+#[derive(Debug, Clone, Copy)]
+pub struct TensorView<'a> {
+    /// Name (for the report and the PNG's title).
+    pub name: &'a str,
+    /// Element type.
+    pub dtype: Dtype,
+    /// Shape.
+    pub shape: &'a [u64],
+    /// The bytes, `numel × bits / 8` of them.
+    pub bytes: &'a [u8],
+}
+
+/// The heatmap a `.png` shows.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct PngReport {
+    /// Image width in pixels.
+    pub width: usize,
+    /// Image height in pixels.
+    pub height: usize,
+    /// Heatmap cells per row.
+    pub cells_wide: usize,
+    /// Heatmap rows of cells.
+    pub cells_high: usize,
+    /// Pixels per cell side.
+    pub scale: usize,
+    /// Tensor rows shown (along the vertical axis).
+    pub rows: u64,
+    /// Tensor columns shown.
+    pub cols: u64,
+    /// Smallest finite cell value (the colour map's low end).
+    pub min: Option<f64>,
+    /// Largest finite cell value.
+    pub max: Option<f64>,
+}
+
+/// What was exported.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExportReport {
+    /// The written file.
+    pub path: PathBuf,
+    /// Its format.
+    pub format: ExportFormat,
+    /// The tensor's name.
+    pub tensor: String,
+    /// The tensor's dtype.
+    pub dtype: Dtype,
+    /// The tensor's shape.
+    pub shape: Vec<u64>,
+    /// Elements written.
+    pub elements: u64,
+    /// Values or raw codes.
+    pub encoding: Encoding,
+    /// The `.npy` data type (`<f4`, `|u1`, …).
+    pub npy_descr: Option<&'static str>,
+    /// The `.npy` format version.
+    pub npy_version: Option<(u8, u8)>,
+    /// The `.png` heatmap.
+    pub png: Option<PngReport>,
+    /// Bytes written.
+    pub bytes_written: u64,
+}
+
+/// Why a tensor could not be exported.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ExportError {
+    /// The output's extension names no known format.
+    #[error("cannot tell the format from the extension {extension:?}; use .npy, .csv, .bin or .png: {}", path.display())]
+    UnknownFormat {
+        /// The output path.
+        path: PathBuf,
+        /// Its extension (lowercase; empty when none).
+        extension: String,
+    },
+    /// A CSV over the size limit.
+    #[error(
+        "the tensor has {elements} elements, over the CSV limit of {limit}; force it, or export .npy"
+    )]
+    CsvTooLarge {
+        /// Elements of the tensor.
+        elements: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// Raw codes asked for a format that has none.
+    #[error("raw codes apply to .npy and .csv; .{} is written as {}", format.extension(), match format { ExportFormat::Bin => "stored bytes already", _ => "a heatmap of values" })]
+    RawNotApplicable {
+        /// The format.
+        format: ExportFormat,
+    },
+    /// The bytes do not match the dtype and shape.
+    #[error("tensor {name:?}: {dtype} {shape:?} needs {expected} bytes, got {found}")]
+    SizeMismatch {
+        /// The tensor.
+        name: String,
+        /// Its dtype.
+        dtype: Dtype,
+        /// Its shape.
+        shape: Vec<u64>,
+        /// Bytes needed (`None` when not whole or overflowing).
+        expected: String,
+        /// Bytes given.
+        found: usize,
+    },
+    /// The heatmap cannot be drawn (an empty tensor, a bad axis).
+    #[error("cannot draw the heatmap: {0}")]
+    Heatmap(HeatmapError),
+    /// The output is a file of the source checkpoint.
+    #[error("refusing to overwrite a file of the checkpoint being read ({}); export under another name: {}", source_file.display(), output.display())]
+    WouldOverwriteSource {
+        /// The output path.
+        output: PathBuf,
+        /// The source file it is.
+        source_file: PathBuf,
+    },
+    /// The tensor reference is not in the checkpoint.
+    #[error("no such tensor in the checkpoint")]
+    NoSuchTensor,
+    /// The source cannot be read (it changed since it was opened).
+    #[error(transparent)]
+    Load(LoadError),
+    /// Writing failed; the target was not changed.
+    #[error(transparent)]
+    Write(WriteError),
+    /// Cancelled; the target was not changed.
+    #[error("cancelled; no file was changed")]
+    Cancelled,
+}
+
+impl ExportError {
+    /// A stable kind for JSON output.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ExportError::UnknownFormat { .. } => "UnknownFormat",
+            ExportError::CsvTooLarge { .. } => "CsvTooLarge",
+            ExportError::RawNotApplicable { .. } => "RawNotApplicable",
+            ExportError::SizeMismatch { .. } => "SizeMismatch",
+            ExportError::Heatmap(_) => "Heatmap",
+            ExportError::WouldOverwriteSource { .. } => "WouldOverwriteSource",
+            ExportError::NoSuchTensor => "UnknownTensor",
+            ExportError::Load(e) => e.kind(),
+            ExportError::Write(e) => crate::format::resave::write_kind(e),
+            ExportError::Cancelled => "Cancelled",
+        }
+    }
+
+    /// The path most relevant to the error, if any.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            ExportError::UnknownFormat { path, .. }
+            | ExportError::Write(WriteError::Io { path, .. }) => Some(path),
+            ExportError::WouldOverwriteSource { output, .. } => Some(output),
+            ExportError::Load(e) => Some(e.path()),
+            _ => None,
+        }
+    }
+}
+
+impl From<WriteError> for ExportError {
+    fn from(e: WriteError) -> Self {
+        match e {
+            WriteError::Cancelled => ExportError::Cancelled,
+            other => ExportError::Write(other),
+        }
+    }
+}
+
+impl From<HeatmapError> for ExportError {
+    fn from(e: HeatmapError) -> Self {
+        match e {
+            HeatmapError::Cancelled => ExportError::Cancelled,
+            other => ExportError::Heatmap(other),
+        }
+    }
+}
+
+/// Exports tensor `t` of `ck` to `out`. Refuses to write over any file of
+/// the checkpoint, and checks that the file did not change since it was
+/// opened. Progress counts the tensor's bytes (elements for `.png`).
+pub fn export_tensor(
+    ck: &Checkpoint,
+    t: TensorRef,
+    out: &Path,
+    opts: &ExportOptions,
+    cancel: &CancelToken,
+    progress: &Progress,
+) -> Result<ExportReport, ExportError> {
+    let info = ck.info(t).ok_or(ExportError::NoSuchTensor)?;
+    let mut sources: Vec<&Path> = ck.shards.iter().map(|s| s.file.path()).collect();
+    sources.push(&ck.path);
+    if let Some(source) = sources.into_iter().find(|s| same_file(out, s)) {
+        return Err(ExportError::WouldOverwriteSource {
+            output: out.to_path_buf(),
+            source_file: source.to_path_buf(),
+        });
+    }
+    if let Some(shard) = ck.shards.get(t.shard) {
+        shard.file.check_unchanged().map_err(ExportError::Load)?;
+    }
+    let view = TensorView {
+        name: &info.name,
+        dtype: info.dtype,
+        shape: &info.shape,
+        bytes: ck.bytes(t),
+    };
+    export_view(view, out, opts, cancel, progress)
+}
+
+/// Exports any tensor given as bytes (no source-file checks: see
+/// [`export_tensor`]).
+pub fn export_view(
+    view: TensorView<'_>,
+    out: &Path,
+    opts: &ExportOptions,
+    cancel: &CancelToken,
+    progress: &Progress,
+) -> Result<ExportReport, ExportError> {
+    let format = match opts.format {
+        Some(f) => f,
+        None => ExportFormat::from_path(out)?,
+    };
+    let elements = check_size(&view)?;
+    if opts.encoding == Encoding::RawCodes
+        && matches!(format, ExportFormat::Bin | ExportFormat::Png)
+    {
+        return Err(ExportError::RawNotApplicable { format });
+    }
+    let mut report = ExportReport {
+        path: out.to_path_buf(),
+        format,
+        tensor: view.name.to_owned(),
+        dtype: view.dtype,
+        shape: view.shape.to_vec(),
+        elements,
+        encoding: opts.encoding,
+        npy_descr: None,
+        npy_version: None,
+        png: None,
+        bytes_written: 0,
+    };
+    match format {
+        ExportFormat::Npy => {
+            let (descr, copied) = npy::descr(view.dtype, opts.encoding);
+            let (header, version) = npy::header(descr, view.shape);
+            report.npy_descr = Some(descr);
+            report.npy_version = Some(version);
+            progress.set_total(view.bytes.len() as u64);
+            report.bytes_written = write_streamed(out, opts, |w| {
+                w.write_all(&header)?;
+                if copied {
+                    copy_bytes(w, view.bytes, cancel, progress)
+                } else {
+                    npy_converted(w, view, opts, elements, cancel, progress)
+                }
+            })?;
+        }
+        ExportFormat::Csv => {
+            if opts.size_limit == SizeLimit::Enforce && elements > opts.csv_max_elements {
+                return Err(ExportError::CsvTooLarge {
+                    elements,
+                    limit: opts.csv_max_elements,
+                });
+            }
+            progress.set_total(elements);
+            report.bytes_written = write_streamed(out, opts, |w| {
+                write_csv(w, view, opts, elements, cancel, progress)
+            })?;
+        }
+        ExportFormat::Bin => {
+            progress.set_total(view.bytes.len() as u64);
+            report.bytes_written =
+                write_streamed(out, opts, |w| copy_bytes(w, view.bytes, cancel, progress))?;
+        }
+        ExportFormat::Png => {
+            let (png, info) = png_bytes(view, opts, cancel, progress)?;
+            report.png = Some(info);
+            report.bytes_written = write_streamed(out, opts, |w| w.write_all(&png))?;
+        }
+    }
+    Ok(report)
+}
+
+/// Elements of the view, after checking its bytes match dtype × shape.
+fn check_size(view: &TensorView<'_>) -> Result<u64, ExportError> {
+    let numel = view.shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
+    let expected = numel
+        .and_then(|n| n.checked_mul(u64::from(view.dtype.bits())))
+        .filter(|bits| bits % 8 == 0)
+        .map(|bits| bits / 8);
+    match (numel, expected) {
+        (Some(n), Some(e)) if e == view.bytes.len() as u64 => Ok(n),
+        _ => Err(ExportError::SizeMismatch {
+            name: view.name.to_owned(),
+            dtype: view.dtype,
+            shape: view.shape.to_vec(),
+            expected: expected.map_or_else(|| "a whole number of".into(), |e| e.to_string()),
+            found: view.bytes.len(),
+        }),
+    }
+}
+
+/// Counts what `body` writes, with the failure injection in between.
+struct Counting<W> {
+    inner: W,
+    written: u64,
+}
+
+impl<W: Write> Write for Counting<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.written += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Writes `out` atomically through `body`; returns the bytes written.
+fn write_streamed(
+    out: &Path,
+    opts: &ExportOptions,
+    body: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> Result<u64, ExportError> {
+    let mut written = 0;
+    atomic_write(out, |file| {
+        let mut w = Counting {
+            inner: ShortWriter::new(file, opts.fail_after_bytes),
+            written: 0,
+        };
+        body(&mut w)?;
+        w.flush()?;
+        written = w.written;
+        Ok(())
+    })?;
+    Ok(written)
+}
+
+fn copy_bytes(
+    w: &mut dyn Write,
+    bytes: &[u8],
+    cancel: &CancelToken,
+    progress: &Progress,
+) -> io::Result<()> {
+    for chunk in bytes.chunks(8 << 20) {
+        if cancel.is_cancelled() {
+            return Err(cancelled_io_error());
+        }
+        w.write_all(chunk)?;
+        progress.add(chunk.len() as u64);
+    }
+    Ok(())
+}
+
+/// The `.npy` data of dtypes that are not copied: BOOL normalised to 0/1,
+/// small floats and BF16 as float32, F4/F6 codes unpacked to bytes.
+fn npy_converted(
+    w: &mut dyn Write,
+    view: TensorView<'_>,
+    opts: &ExportOptions,
+    elements: u64,
+    cancel: &CancelToken,
+    progress: &Progress,
+) -> io::Result<()> {
+    let bytes_per_element = f64::from(view.dtype.bits()) / 8.0;
+    let mut values = vec![0f32; CHUNK_ELEMENTS];
+    let mut out: Vec<u8> = Vec::with_capacity(CHUNK_ELEMENTS * 4);
+    let mut first = 0u64;
+    while first < elements {
+        if cancel.is_cancelled() {
+            return Err(cancelled_io_error());
+        }
+        let n = (elements - first).min(CHUNK_ELEMENTS as u64) as usize;
+        out.clear();
+        match (view.dtype, opts.encoding) {
+            (Dtype::Bool, _) => {
+                let start = first as usize;
+                let chunk = view.bytes.get(start..start + n).unwrap_or_default();
+                out.extend(chunk.iter().map(|&b| u8::from(b != 0)));
+            }
+            (_, Encoding::RawCodes) => {
+                // F4 and F6: one code per byte.
+                out.extend((first..first + n as u64).map(|i| {
+                    code_at(view.dtype, view.bytes, i, opts.bit_order).unwrap_or(0) as u8
+                }));
+            }
+            _ => {
+                let got = decode_f32(
+                    view.dtype,
+                    view.bytes,
+                    first,
+                    &mut values[..n],
+                    opts.bit_order,
+                )
+                .unwrap_or(0);
+                for v in &values[..got] {
+                    out.extend_from_slice(&v.to_le_bytes());
+                }
+            }
+        }
+        if out.is_empty() {
+            // The size was checked, so this cannot happen; never loop forever.
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the tensor's bytes end early",
+            ));
+        }
+        w.write_all(&out)?;
+        progress.add((n as f64 * bytes_per_element) as u64);
+        first += n as u64;
+    }
+    Ok(())
+}
+
+fn write_csv(
+    w: &mut dyn Write,
+    view: TensorView<'_>,
+    opts: &ExportOptions,
+    elements: u64,
+    cancel: &CancelToken,
+    progress: &Progress,
+) -> io::Result<()> {
+    let row_len: u64 = if view.shape.len() <= 1 {
+        1
+    } else {
+        view.shape[1..].iter().product()
+    };
+    let mut text = String::with_capacity(1 << 20);
+    if row_len == 0 {
+        // Rows with no values: one empty line per index of the first axis.
+        for _ in 0..view.shape.first().copied().unwrap_or(0) {
+            text.push('\n');
+            if text.len() >= 1 << 20 {
+                w.write_all(text.as_bytes())?;
+                text.clear();
+            }
+        }
+        return w.write_all(text.as_bytes());
+    }
+    for i in 0..elements {
+        if i % CHUNK_ELEMENTS as u64 == 0 {
+            if cancel.is_cancelled() {
+                return Err(cancelled_io_error());
+            }
+            if i > 0 {
+                progress.add(CHUNK_ELEMENTS as u64);
+            }
+        }
+        let code = code_at(view.dtype, view.bytes, i, opts.bit_order).unwrap_or(0);
+        csv::push_element(&mut text, view.dtype, code, opts.encoding);
+        text.push(if (i + 1) % row_len == 0 { '\n' } else { ',' });
+        if text.len() >= 1 << 20 {
+            w.write_all(text.as_bytes())?;
+            text.clear();
+        }
+    }
+    w.write_all(text.as_bytes())?;
+    progress.add(elements % CHUNK_ELEMENTS as u64);
+    Ok(())
+}
+
+fn png_bytes(
+    view: TensorView<'_>,
+    opts: &ExportOptions,
+    cancel: &CancelToken,
+    progress: &Progress,
+) -> Result<(Vec<u8>, PngReport), ExportError> {
+    let (shape, request) = if let Some(req) = &opts.heatmap {
+        (view.shape.to_vec(), req.clone())
+    } else {
+        let shape = match view.shape {
+            [] | [_] => view.shape.to_vec(),
+            [first, rest @ ..] => vec![*first, rest.iter().product()],
+        };
+        let req = HeatmapRequest {
+            row_axis: 0,
+            col_axis: 1,
+            fixed: Vec::new(),
+            pooling: Pooling::MaxAbs,
+            max_side: PNG_MAX_SIDE,
+            order: opts.bit_order,
+        };
+        (shape, req)
+    };
+    let map = heatmap::compute(view.dtype, &shape, view.bytes, &request, cancel, progress)?;
+    let scale = (PNG_MIN_PIXELS / map.width.max(map.height).max(1)).max(1);
+    let cells = map.to_rgb();
+    let (width, height) = (map.width * scale, map.height * scale);
+    let mut rgb = Vec::with_capacity(width * height * 3);
+    for row in cells.chunks(map.width * 3) {
+        let mut line = Vec::with_capacity(width * 3);
+        for px in row.chunks(3) {
+            for _ in 0..scale {
+                line.extend_from_slice(px);
+            }
+        }
+        for _ in 0..scale {
+            rgb.extend_from_slice(&line);
+        }
+    }
+    let shape_text: Vec<String> = view.shape.iter().map(u64::to_string).collect();
+    let range = match (map.min, map.max) {
+        (Some(lo), Some(hi)) => format!("{lo:?} .. {hi:?}"),
+        _ => "no finite value".into(),
+    };
+    let comment = format!(
+        "{} [{}]; {} x {} elements in {} x {} cells ({} pooling); range {range}; grey = no finite value",
+        view.dtype,
+        shape_text.join(", "),
+        map.rows,
+        map.cols,
+        map.height,
+        map.width,
+        match request.pooling {
+            Pooling::MaxAbs => "max |x|",
+            Pooling::Mean => "mean",
+        },
+    );
+    let png = png::encode_rgb(
+        width,
+        height,
+        &rgb,
+        &[
+            ("Software", "Tensorscope"),
+            ("Title", view.name),
+            ("Comment", &comment),
+        ],
+    )
+    .ok_or(ExportError::Heatmap(HeatmapError::Empty))?;
+    let report = PngReport {
+        width,
+        height,
+        cells_wide: map.width,
+        cells_high: map.height,
+        scale,
+        rows: map.rows,
+        cols: map.cols,
+        min: map.min,
+        max: map.max,
+    };
+    Ok((png, report))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_come_from_the_extension() {
+        assert_eq!(
+            ExportFormat::from_path(Path::new("a/b.NPY")).ok(),
+            Some(ExportFormat::Npy)
+        );
+        assert_eq!(
+            ExportFormat::from_path(Path::new("x.png")).ok(),
+            Some(ExportFormat::Png)
+        );
+        assert!(matches!(
+            ExportFormat::from_path(Path::new("x.txt")),
+            Err(ExportError::UnknownFormat { extension, .. }) if extension == "txt"
+        ));
+        assert!(ExportFormat::from_path(Path::new("noext")).is_err());
+    }
+
+    #[test]
+    fn sizes_are_checked() {
+        let view = TensorView {
+            name: "t",
+            dtype: Dtype::F32,
+            shape: &[3],
+            bytes: &[0; 8],
+        };
+        assert!(matches!(
+            check_size(&view),
+            Err(ExportError::SizeMismatch { .. })
+        ));
+        let view = TensorView {
+            dtype: Dtype::F4,
+            shape: &[4],
+            bytes: &[0; 2],
+            ..view
+        };
+        assert_eq!(check_size(&view).ok(), Some(4));
+    }
+}

@@ -291,7 +291,60 @@ fn for_each_block<V: View>(view: &V, range: Range<u64>, mut f: impl FnMut(&[V::T
 struct Pass1 {
     specials: Specials,
     moments: Moments,
+    /// Exponent-field counts (f64 lanes).
     exponents: Vec<u64>,
+    /// Counts per 16-bit key prefix (f32 lanes): sign, exponent and the
+    /// top 7 mantissa bits, as bf16 would round down.
+    prefixes: Vec<u64>,
+}
+
+/// Members (low 16 key bits) of the prefix buckets that hold a quantile,
+/// gathered in pass 2 when they fit [`PREFIX_BUDGET`].
+const PREFIX_BUDGET: u64 = 1 << 22;
+
+/// Where a quantile's rank falls among the prefix buckets of f32 keys.
+#[derive(Debug, Clone, Copy)]
+struct PrefixTarget {
+    prefix: u16,
+    rank: u64,
+    count: u64,
+}
+
+/// Exponent field of the f32 values whose keys start with `prefix`.
+fn prefix_field(prefix: u16) -> usize {
+    let high = if prefix & 0x8000 == 0 {
+        !prefix
+    } else {
+        prefix
+    };
+    usize::from((high >> 7) & 0xff)
+}
+
+/// For each quantile, the prefix bucket (in value order) holding its rank.
+fn prefix_targets(prefixes: &[u64], finite: u64) -> [Option<PrefixTarget>; 9] {
+    let mut out = [None; 9];
+    for (slot, &(_, permille)) in out.iter_mut().zip(&QUANTILES) {
+        let Some(rank) = super::bins::nearest_rank(permille, finite) else {
+            continue;
+        };
+        let mut below = 0u64;
+        for (p, &c) in prefixes.iter().enumerate() {
+            let prefix = p as u16;
+            if c == 0 || prefix_field(prefix) == 255 {
+                continue;
+            }
+            if rank <= below + c {
+                *slot = Some(PrefixTarget {
+                    prefix,
+                    rank: rank - below,
+                    count: c,
+                });
+                break;
+            }
+            below += c;
+        }
+    }
+    out
 }
 
 /// Statistics of a float view.
@@ -304,7 +357,13 @@ pub(crate) fn stats<V: View>(
     let n = view.len();
     let chunk = (CHUNK_BYTES / view.element_bytes()).max(1);
     let full = options.full();
+    // f32 lanes count 16-bit key prefixes instead of exponent fields: the
+    // log2 histogram follows from them, and so does the bucket of every
+    // quantile, whose members pass 2 then gathers: exact quantiles in two
+    // passes.
+    let by_prefix = full && V::T::KEY_BITS == 32;
     let fields = if full { V::T::MAX_FIELD + 1 } else { 0 };
+    let prefix_len = if by_prefix { 1 << 16 } else { 0 };
     let p1 = par_chunks(
         n,
         chunk,
@@ -312,26 +371,43 @@ pub(crate) fn stats<V: View>(
         || Pass1 {
             specials: Specials::default(),
             moments: Moments::default(),
-            exponents: vec![0; fields],
+            exponents: vec![0; if by_prefix { 0 } else { fields }],
+            prefixes: vec![0; prefix_len],
         },
         |acc, range| {
             let bytes = (range.end - range.start) * view.element_bytes();
-            let mut table = vec![0u32; if full { V::T::EXPONENT_TABLE } else { 0 }];
+            let mut table = vec![
+                0u32;
+                if full && !by_prefix {
+                    V::T::EXPONENT_TABLE
+                } else {
+                    0
+                }
+            ];
+            let mut prefixes = vec![0u32; prefix_len];
             for_each_block(view, range, |vals| {
                 let (sp, m) = V::T::summarize(vals, view.smallest_normal());
                 acc.specials.merge(&sp);
                 acc.moments.merge(&m);
-                if full {
+                if by_prefix {
+                    count_prefixes(vals, &mut prefixes);
+                } else if full {
                     V::T::count_exponents(vals, &mut table);
                 }
             });
             V::T::fold_exponents(&table, &mut acc.exponents);
+            for (x, &c) in acc.prefixes.iter_mut().zip(&prefixes) {
+                *x += u64::from(c);
+            }
             progress.add(bytes);
         },
         |mut a, b| {
             a.specials.merge(&b.specials);
             a.moments.merge(&b.moments);
             for (x, y) in a.exponents.iter_mut().zip(&b.exponents) {
+                *x += y;
+            }
+            for (x, y) in a.prefixes.iter_mut().zip(&b.prefixes) {
                 *x += y;
             }
             a
@@ -365,30 +441,69 @@ pub(crate) fn stats<V: View>(
     if !full {
         return Ok(stats);
     }
+    let mut exponent_counts = p1.exponents;
+    if by_prefix {
+        exponent_counts = vec![0; fields];
+        for (p, &c) in p1.prefixes.iter().enumerate() {
+            if let Some(slot) = exponent_counts.get_mut(prefix_field(p as u16)) {
+                *slot += c;
+            }
+        }
+    }
     let tiny = view.smallest_normal();
-    let exponents = p1.exponents.iter().enumerate().filter_map(|(field, &c)| {
-        let e = field as i32 - V::T::BIAS;
-        (field > 0 && field < V::T::MAX_FIELD && super::moments::ldexp(1.0, e) >= tiny)
-            .then_some((e, c))
-    });
+    let exponents = exponent_counts
+        .iter()
+        .enumerate()
+        .filter_map(|(field, &c)| {
+            let e = field as i32 - V::T::BIAS;
+            (field > 0 && field < V::T::MAX_FIELD && super::moments::ldexp(1.0, e) >= tiny)
+                .then_some((e, c))
+        });
     stats.log2_histogram = Some(log2_histogram(exponents, sp.zeros, sp.subnormals));
     if !has_values {
         stats.histogram = Some(empty_histogram());
         stats.quantiles = Some(Quantiles([None; 9]));
         return Ok(stats);
     }
+    let exact = options.quantiles == QuantileMode::Exact;
+    // The prefix buckets to gather in pass 2 (each distinct one once).
+    let located = if by_prefix && exact {
+        prefix_targets(&p1.prefixes, finite_count)
+    } else {
+        [None; 9]
+    };
+    let mut gather: Vec<u16> = located.iter().flatten().map(|t| t.prefix).collect();
+    gather.sort_unstable();
+    gather.dedup();
+    let gathered: u64 = gather
+        .iter()
+        .filter_map(|&p| p1.prefixes.get(usize::from(p)))
+        .sum();
+    if gathered > PREFIX_BUDGET {
+        gather.clear();
+    }
+    let mut slot_of = vec![u8::MAX; if gather.is_empty() { 0 } else { 1 << 16 }];
+    for (i, &p) in gather.iter().enumerate() {
+        if let Some(s) = slot_of.get_mut(usize::from(p)) {
+            *s = i as u8;
+        }
+    }
     let bins = FloatBins::new(sp.min, sp.max, options.bins());
     let len = bins.len();
-    let counts = par_chunks(
+    let slots = gather.len();
+    let (counts, mut members) = par_chunks(
         n,
         chunk,
         cancel,
-        || vec![0u64; len],
-        |acc, range| {
+        || (vec![0u64; len], vec![Vec::<u16>::new(); slots]),
+        |(acc, members), range| {
             let bytes = (range.end - range.start) * view.element_bytes();
             let mut tables = vec![0u32; 4 * len];
             for_each_block(view, range, |vals| {
                 histogram_block(vals, &bins, &mut tables);
+                if slots > 0 {
+                    gather_members(vals, &slot_of, members);
+                }
             });
             for t in tables.chunks(len.max(1)) {
                 for (x, &c) in acc.iter_mut().zip(t) {
@@ -397,34 +512,69 @@ pub(crate) fn stats<V: View>(
             }
             progress.add(bytes);
         },
-        |mut a, b| {
+        |(mut a, mut ma), (b, mb)| {
             for (x, y) in a.iter_mut().zip(&b) {
                 *x += y;
             }
-            a
+            for (x, y) in ma.iter_mut().zip(mb) {
+                x.extend(y);
+            }
+            (a, ma)
         },
     )?;
-    let located = bins_of_quantiles(&counts, finite_count);
     let edges = bins.edges();
     let mut q = [None; 9];
-    match options.quantiles {
-        QuantileMode::FromHistogram => {
-            let mut error = 0f64;
-            for (slot, loc) in q.iter_mut().zip(&located) {
-                if let Some((bin, _)) = *loc
-                    && let (Some(&lo), Some(&hi)) = (edges.get(bin), edges.get(bin + 1))
-                {
-                    let mid = lo * 0.5 + hi * 0.5;
-                    error = error.max(hi * 0.5 - lo * 0.5);
-                    *slot = Some(Scalar::float(mid));
-                }
+    if !exact {
+        let mut error = 0f64;
+        for (slot, loc) in q.iter_mut().zip(&bins_of_quantiles(&counts, finite_count)) {
+            if let Some((bin, _)) = *loc
+                && let (Some(&lo), Some(&hi)) = (edges.get(bin), edges.get(bin + 1))
+            {
+                let mid = lo * 0.5 + hi * 0.5;
+                error = error.max(hi * 0.5 - lo * 0.5);
+                *slot = Some(Scalar::float(mid));
             }
-            stats.quantile_error = Some(error);
         }
-        QuantileMode::Exact => {
-            let mut targets = Vec::new();
-            let mut slots = Vec::new();
-            for (i, loc) in located.iter().enumerate() {
+        stats.quantile_error = Some(error);
+    } else if slots > 0 {
+        // Every rank's bucket was gathered: select within it.
+        for (slot, target) in q.iter_mut().zip(&located) {
+            let Some(t) = target else { continue };
+            let Some(list) = gather
+                .iter()
+                .position(|&p| p == t.prefix)
+                .and_then(|i| members.get_mut(i))
+            else {
+                continue;
+            };
+            let index = usize::try_from(t.rank.saturating_sub(1))
+                .unwrap_or(usize::MAX)
+                .min(list.len().saturating_sub(1));
+            if list.is_empty() {
+                continue;
+            }
+            let (_, &mut low, _) = list.select_nth_unstable(index);
+            let key = (u64::from(t.prefix) << 16) | u64::from(low);
+            *slot = Some(Scalar::float(V::T::from_key(key).to_f64()));
+        }
+    } else {
+        // Refine from the prefix buckets (f32) or the linear bins (f64).
+        let mut targets = Vec::new();
+        let mut slots_of_targets = Vec::new();
+        if by_prefix {
+            for (i, t) in located.iter().enumerate() {
+                let Some(t) = t else { continue };
+                let lo = u64::from(t.prefix) << 16;
+                targets.push(Target {
+                    lo,
+                    hi: lo | 0xffff,
+                    rank: t.rank,
+                    count: t.count,
+                });
+                slots_of_targets.push(i);
+            }
+        } else {
+            for (i, loc) in bins_of_quantiles(&counts, finite_count).iter().enumerate() {
                 let Some((bin, rank)) = *loc else { continue };
                 let (Some(&lo), Some(&hi)) = (edges.get(bin), edges.get(bin + 1)) else {
                     continue;
@@ -447,16 +597,17 @@ pub(crate) fn stats<V: View>(
                     rank,
                     count: counts.get(bin).copied().unwrap_or(0),
                 });
-                slots.push(i);
+                slots_of_targets.push(i);
             }
-            let keys = refine(&Keys { view, chunk }, &targets, cancel)?;
-            for (i, k) in slots.into_iter().zip(keys) {
-                if let Some(slot) = q.get_mut(i) {
-                    *slot = Some(Scalar::float(V::T::from_key(k).to_f64()));
-                }
+        }
+        let keys = refine(&Keys { view, chunk }, &targets, cancel)?;
+        for (i, k) in slots_of_targets.into_iter().zip(keys) {
+            if let Some(slot) = q.get_mut(i) {
+                *slot = Some(Scalar::float(V::T::from_key(k).to_f64()));
             }
         }
     }
+    members.clear();
     debug_assert_eq!(q.len(), QUANTILES.len());
     stats.quantiles = Some(Quantiles(q));
     stats.histogram = Some(Histogram {
@@ -464,6 +615,31 @@ pub(crate) fn stats<V: View>(
         counts,
     });
     Ok(stats)
+}
+
+/// Counts the 16-bit prefixes of f32 keys (`table.len()` = 65,536).
+fn count_prefixes<T: FloatLane>(vals: &[T], table: &mut [u32]) {
+    for &x in vals {
+        if let Some(c) = table.get_mut((x.key() >> 16) as usize) {
+            *c += 1;
+        }
+    }
+}
+
+/// Appends the low 16 key bits of each value whose prefix has a slot.
+fn gather_members<T: FloatLane>(vals: &[T], slot_of: &[u8], members: &mut [Vec<u16>]) {
+    let mut keys = [0u64; BLOCK];
+    for (k, &x) in keys.iter_mut().zip(vals) {
+        *k = x.key();
+    }
+    for &k in keys.iter().take(vals.len()) {
+        let slot = slot_of.get((k >> 16) as usize).copied().unwrap_or(u8::MAX);
+        if slot != u8::MAX
+            && let Some(list) = members.get_mut(usize::from(slot))
+        {
+            list.push(k as u16);
+        }
+    }
 }
 
 /// The keys of the finite values of a view.

@@ -19,8 +19,9 @@ use super::kernel::for_each_hit;
 use super::par_chunks;
 use crate::jobs::{CancelToken, Cancelled};
 
-/// Most keys held at once by the collecting intervals of one pass.
-const COLLECT_BUDGET: u64 = 1 << 21;
+/// Most keys held at once by the collecting intervals of one pass (kept
+/// as 32-bit offsets from the interval's start: 16 MiB).
+const COLLECT_BUDGET: u64 = 1 << 22;
 
 /// Total bucket counters of the splitting intervals of one pass.
 const BUCKET_BUDGET: u64 = 1 << 17;
@@ -76,6 +77,14 @@ pub(crate) fn bins_of_quantiles(counts: &[u64], finite: u64) -> [Option<(usize, 
     out
 }
 
+/// What one pass gathers for one interval.
+enum Store {
+    /// Offsets `key − lo` of every key in the interval.
+    Offsets(Vec<u32>),
+    /// Keys per bucket.
+    Counts(Vec<u64>),
+}
+
 /// How one interval is handled in a pass.
 #[derive(Debug, Clone, Copy)]
 enum Plan {
@@ -109,22 +118,28 @@ pub(crate) fn refine(
         if intervals.is_empty() {
             break;
         }
-        let mut collected_budget = 0u64;
-        let splitting = intervals
-            .iter()
-            .filter(|&&(_, _, count)| {
-                collected_budget += count;
-                collected_budget > COLLECT_BUDGET
-            })
-            .count()
-            .max(1) as u64;
-        let bucket_bits = (BUCKET_BUDGET / splitting).max(256).ilog2().min(16);
-        let mut collected_so_far = 0u64;
-        let plans: Vec<Plan> = intervals
+        // Intervals are taken smallest first into the collecting budget;
+        // an interval wider than 2^32 keys is always split (its keys would
+        // not fit the 32-bit offsets that collecting keeps).
+        let mut budget_used = 0u64;
+        let collect: Vec<bool> = intervals
             .iter()
             .map(|&(lo, hi, count)| {
-                collected_so_far += count;
-                if collected_so_far <= COLLECT_BUDGET {
+                let fits = u32::try_from(hi - lo).is_ok()
+                    && budget_used.saturating_add(count) <= COLLECT_BUDGET;
+                if fits {
+                    budget_used += count;
+                }
+                fits
+            })
+            .collect();
+        let splitting = collect.iter().filter(|c| !**c).count().max(1) as u64;
+        let bucket_bits = (BUCKET_BUDGET / splitting).max(256).ilog2().min(16);
+        let plans: Vec<Plan> = intervals
+            .iter()
+            .zip(&collect)
+            .map(|(&(lo, hi, _), &c)| {
+                if c {
                     Plan::Collect
                 } else {
                     let span_bits = 64 - (hi - lo).leading_zeros();
@@ -147,12 +162,12 @@ pub(crate) fn refine(
                 *w = true;
             }
         }
-        let identity = || -> Vec<Vec<u64>> {
+        let identity = || -> Vec<Store> {
             plans
                 .iter()
                 .map(|p| match p {
-                    Plan::Collect => Vec::new(),
-                    Plan::Split { buckets, .. } => vec![0; *buckets],
+                    Plan::Collect => Store::Offsets(Vec::new()),
+                    Plan::Split { buckets, .. } => Store::Counts(vec![0; *buckets]),
                 })
                 .collect()
         };
@@ -184,54 +199,58 @@ pub(crate) fn refine(
                         else {
                             return;
                         };
-                        match *plan {
-                            Plan::Collect => store.push(k),
-                            Plan::Split { shift, .. } => {
-                                if let Some(slot) = store.get_mut(((k - lo) >> shift) as usize) {
+                        match (*plan, store) {
+                            (Plan::Collect, Store::Offsets(v)) => v.push((k - lo) as u32),
+                            (Plan::Split { shift, .. }, Store::Counts(c)) => {
+                                if let Some(slot) = c.get_mut(((k - lo) >> shift) as usize) {
                                     *slot += 1;
                                 }
                             }
+                            _ => {}
                         }
                     });
                 });
             },
             |mut a, b| {
-                for ((x, y), plan) in a.iter_mut().zip(b).zip(&plans) {
-                    match plan {
-                        Plan::Collect => x.extend(y),
-                        Plan::Split { .. } => {
+                for (x, y) in a.iter_mut().zip(b) {
+                    match (x, y) {
+                        (Store::Offsets(x), Store::Offsets(y)) => x.extend(y),
+                        (Store::Counts(x), Store::Counts(y)) => {
                             for (p, q) in x.iter_mut().zip(y) {
                                 *p += q;
                             }
                         }
+                        _ => {}
                     }
                 }
                 a
             },
         )?;
         let mut acc = acc;
-        for (i, (&(lo, hi, _), plan)) in intervals.iter().zip(&plans).enumerate() {
+        for (i, &(lo, hi, _)) in intervals.iter().enumerate() {
             let Some(store) = acc.get_mut(i) else {
                 continue;
             };
-            if let Plan::Collect = plan {
-                store.sort_unstable();
+            if let Store::Offsets(v) = store {
+                v.sort_unstable();
             }
             for (t, f) in open.iter_mut().zip(found.iter_mut()) {
                 if f.is_some() || t.lo != lo || t.hi != hi {
                     continue;
                 }
-                match *plan {
-                    Plan::Collect => {
+                match (&*store, plans.get(i)) {
+                    (Store::Offsets(v), _) => {
                         let index = usize::try_from(t.rank.saturating_sub(1)).unwrap_or(usize::MAX);
-                        *f = Some(store.get(index).or(store.last()).copied().unwrap_or(lo));
+                        let offset = v.get(index).or(v.last()).copied().unwrap_or(0);
+                        *f = Some(lo + u64::from(offset));
                     }
-                    Plan::Split { shift, .. } => {
-                        narrow(t, store, shift);
+                    (Store::Counts(c), Some(&Plan::Split { shift, .. })) => {
+                        narrow(t, c, shift);
                         if t.lo >= t.hi {
                             *f = Some(t.lo);
                         }
                     }
+                    _ => *f = Some(lo),
                 }
             }
         }

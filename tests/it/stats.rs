@@ -465,6 +465,22 @@ fn random_normal_f32_over_several_chunks() {
 }
 
 #[test]
+fn concentrated_f32_values_take_the_refining_path() {
+    // 4.6 M values, 15/16 of them in one 16-bit key bucket: more than pass
+    // 2 gathers (2^22), so the exact quantiles come from the refining passes.
+    let mut rng = Rng(13);
+    let n = 4_600_000;
+    let data = f32_bytes((0..n).map(|i| {
+        if i % 16 == 0 {
+            rng.normal() as f32
+        } else {
+            1.0 + (i % 7) as f32 * 1e-7
+        }
+    }));
+    check_tensor(Dtype::F32, &[n], data);
+}
+
+#[test]
 fn random_normal_f64_f16_bf16_and_integers() {
     let mut rng = Rng(11);
     let n = 100_000;

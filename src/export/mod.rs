@@ -9,7 +9,7 @@
 //!   BF16 as uint16, F8 as uint8, F6 and F4 unpacked to one code per uint8.
 //! - `.csv`: one row per index of the first axis, the remaining axes
 //!   flattened in C order (a 1-D tensor gives one value per row, a scalar
-//!   one row); no header row. Refused above [`CSV_MAX_ELEMENTS`] elements
+//!   one row, a tensor with no elements an empty file); no header row. Refused above [`CSV_MAX_ELEMENTS`] elements
 //!   unless [`SizeLimit::Ignore`]. [`Encoding::RawCodes`] writes the codes
 //!   of BF16/F8/F6/F4 as integers.
 //! - `.bin`: the tensor's bytes exactly as stored (little-endian; F4/F6
@@ -24,6 +24,25 @@
 //! `.npy`, `.csv` and `.bin` stream: memory use is a fixed buffer whatever
 //! the tensor's size. Every file is written to a temporary file beside the
 //! target, synced and renamed ([`crate::format::write::atomic_write`]).
+//!
+//! From the GUI (the selected tensor and the heatmap view it shows):
+//!
+//! ```no_run
+//! use std::path::Path;
+//! use std::sync::Arc;
+//! use tensorscope::export::{ExportOptions, export_tensor};
+//! use tensorscope::format::Checkpoint;
+//! use tensorscope::jobs::Job;
+//!
+//! let ck = Arc::new(Checkpoint::open(Path::new("model.safetensors"))?);
+//! let t = ck.tensors[3];
+//! let opts = ExportOptions::default(); // or heatmap: Some(the view's HeatmapRequest)
+//! let job = Job::spawn("export", || {}, {
+//!     let ck = Arc::clone(&ck);
+//!     move |cancel, progress| export_tensor(&ck, t, Path::new("w.npy"), &opts, cancel, progress)
+//! })?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 mod csv;
 pub mod npy;
@@ -577,23 +596,20 @@ fn write_csv(
     cancel: &CancelToken,
     progress: &Progress,
 ) -> io::Result<()> {
-    let row_len: u64 = if view.shape.len() <= 1 {
-        1
-    } else {
-        view.shape[1..].iter().product()
-    };
-    let mut text = String::with_capacity(1 << 20);
-    if row_len == 0 {
-        // Rows with no values: one empty line per index of the first axis.
-        for _ in 0..view.shape.first().copied().unwrap_or(0) {
-            text.push('\n');
-            if text.len() >= 1 << 20 {
-                w.write_all(text.as_bytes())?;
-                text.clear();
-            }
-        }
-        return w.write_all(text.as_bytes());
+    // With no elements there is nothing to write (not even the empty rows
+    // of a [n, 0] tensor: n may be 2^63). Otherwise every dimension is at
+    // least 1 and the row length is at most the element count.
+    if elements == 0 {
+        return Ok(());
     }
+    let row_len: u64 = view
+        .shape
+        .get(1..)
+        .unwrap_or_default()
+        .iter()
+        .fold(1u64, |a, &d| a.saturating_mul(d))
+        .max(1);
+    let mut text = String::with_capacity(1 << 20);
     for i in 0..elements {
         if i % CHUNK_ELEMENTS as u64 == 0 {
             if cancel.is_cancelled() {
@@ -627,7 +643,9 @@ fn png_bytes(
     } else {
         let shape = match view.shape {
             [] | [_] => view.shape.to_vec(),
-            [first, rest @ ..] => vec![*first, rest.iter().product()],
+            // Saturating: a shape such as [0, 2^40, 2^40] is valid (no
+            // elements) and has nothing to draw either way.
+            [first, rest @ ..] => vec![*first, rest.iter().fold(1u64, |a, &d| a.saturating_mul(d))],
         };
         let req = HeatmapRequest {
             row_axis: 0,

@@ -24,6 +24,39 @@
 //!   became a folder), the shards renamed so far are complete files, the
 //!   remaining temporary files are removed, the index is not replaced, and
 //!   [`ResaveError::Commit`] lists the files already in place.
+//!
+//! From the GUI (the table's selection, a rename, a metadata edit and a
+//! conversion; the plan shows the outcome, the job writes it):
+//!
+//! ```no_run
+//! use std::path::Path;
+//! use std::sync::Arc;
+//! use tensorscope::Dtype;
+//! use tensorscope::format::Checkpoint;
+//! use tensorscope::format::resave::{MetadataEdit, ResaveOptions, execute, plan};
+//! use tensorscope::jobs::{Job, JobState};
+//!
+//! let ck = Arc::new(Checkpoint::open(Path::new("model.safetensors"))?);
+//! let opts = ResaveOptions {
+//!     selection: Some(vec![0, 2, 5]), // indices into ck.tensors
+//!     renames: vec![("lm_head.weight".into(), "output.weight".into())],
+//!     metadata_edits: vec![MetadataEdit::Set { key: "note".into(), value: "bf16".into() }],
+//!     conversions: vec![(Dtype::F32, Dtype::BF16)],
+//!     ..ResaveOptions::default()
+//! };
+//! // No I/O: errors (a name collision, the source as output) show in the dialog.
+//! let planned = plan(&ck, Path::new("model-bf16.safetensors"), &opts)?;
+//! let job = Job::spawn("resave", || {}, {
+//!     let ck = Arc::clone(&ck);
+//!     move |cancel, progress| execute(&ck, &planned, cancel, progress)
+//! })?;
+//! // Each frame: job.progress().fraction(); job.cancel() on Cancel.
+//! if let JobState::Done(Ok(report)) = job.wait() {
+//!     let reopen = report.index.clone().unwrap_or_else(|| report.files[0].path.clone());
+//!     let _ = Checkpoint::open(&reopen)?;
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write as _;
@@ -329,6 +362,9 @@ pub enum ResaveError {
     /// Renaming the finished files into place failed midway.
     #[error(transparent)]
     Commit(CommitError),
+    /// A plan whose indices do not fit together (edited after [`plan`]).
+    #[error("the plan is inconsistent ({0}); make it again with plan()")]
+    InvalidPlan(String),
     /// Cancelled; no output was changed.
     #[error("cancelled; no file was changed")]
     Cancelled,
@@ -356,6 +392,7 @@ impl ResaveError {
             ResaveError::Write(e) => write_kind(e),
             ResaveError::Verify { .. } => "VerifyFailed",
             ResaveError::Commit(_) => "CommitFailed",
+            ResaveError::InvalidPlan(_) => "InvalidPlan",
             ResaveError::Cancelled => "Cancelled",
         }
     }
@@ -619,6 +656,7 @@ pub fn execute(
     if cancel.is_cancelled() {
         return Err(ResaveError::Cancelled);
     }
+    check_consistent(ck, plan)?;
     check_not_source(ck, plan)?;
     for shard in &ck.shards {
         shard.file.check_unchanged().map_err(ResaveError::Load)?;
@@ -700,10 +738,9 @@ fn write_all_files(
             w.write_all(header)?;
             progress.add(header.len() as u64);
             for &k in order {
-                let Some(&ti) = file.tensors.get(k) else {
+                let Some(t) = file.tensors.get(k).and_then(|&ti| plan.tensors.get(ti)) else {
                     continue;
                 };
-                let t = &plan.tensors[ti];
                 let bytes = ck.bytes(t.source);
                 if t.dtype == t.source_dtype {
                     for chunk in bytes.chunks(COPY_CHUNK) {
@@ -797,8 +834,7 @@ fn verify(
             file.tensors.len()
         )));
     }
-    for &k in &file.tensors {
-        let t = &plan.tensors[k];
+    for t in file.tensors.iter().filter_map(|&k| plan.tensors.get(k)) {
         let found = h.tensors.iter().find(|i| i.name == t.name);
         match found {
             Some(i) if i.dtype == t.dtype && i.shape == t.shape && i.nbytes == t.nbytes => {}
@@ -829,9 +865,10 @@ fn index_document(plan: &ResavePlan) -> Vec<u8> {
         .tensors
         .iter()
         .map(|t| {
+            let file = plan.files.get(t.file).map(|f| f.name.clone());
             (
                 t.name.clone(),
-                serde_json::Value::String(plan.files[t.file].name.clone()),
+                serde_json::Value::String(file.unwrap_or_default()),
             )
         })
         .collect();
@@ -847,14 +884,12 @@ fn index_document(plan: &ResavePlan) -> Vec<u8> {
 fn entries<'a>(plan: &'a ResavePlan, file: &PlannedFile) -> Vec<TensorEntry<'a>> {
     file.tensors
         .iter()
-        .map(|&k| {
-            let t = &plan.tensors[k];
-            TensorEntry {
-                name: &t.name,
-                dtype: t.dtype,
-                shape: &t.shape,
-                nbytes: t.nbytes,
-            }
+        .filter_map(|&k| plan.tensors.get(k))
+        .map(|t| TensorEntry {
+            name: &t.name,
+            dtype: t.dtype,
+            shape: &t.shape,
+            nbytes: t.nbytes,
         })
         .collect()
 }
@@ -993,6 +1028,53 @@ fn shard_groups(tensors: &[PlannedTensor], max_bytes: u64) -> Vec<Vec<usize>> {
         }
     }
     groups
+}
+
+/// Every tensor in exactly one file, every index in range, every source
+/// tensor in the checkpoint, and sizes that match dtype × shape (the
+/// header check does the last).
+fn check_consistent(ck: &Checkpoint, plan: &ResavePlan) -> Result<(), ResaveError> {
+    let mut owner = vec![None; plan.tensors.len()];
+    for (f, file) in plan.files.iter().enumerate() {
+        for &k in &file.tensors {
+            match owner.get_mut(k) {
+                Some(slot @ None) => *slot = Some(f),
+                Some(Some(_)) => {
+                    return Err(ResaveError::InvalidPlan(format!(
+                        "tensor {k} is in two files"
+                    )));
+                }
+                None => {
+                    return Err(ResaveError::InvalidPlan(format!(
+                        "file {f} lists tensor {k}"
+                    )));
+                }
+            }
+        }
+    }
+    for (k, t) in plan.tensors.iter().enumerate() {
+        if owner[k] != Some(t.file) {
+            return Err(ResaveError::InvalidPlan(format!(
+                "tensor {:?} is not in the file it names",
+                t.name
+            )));
+        }
+        let source = ck.info(t.source);
+        if source.is_none_or(|i| i.dtype != t.source_dtype || i.shape != t.shape) {
+            return Err(ResaveError::InvalidPlan(format!(
+                "tensor {:?} does not match its source in this checkpoint",
+                t.name
+            )));
+        }
+        let converted = t.dtype != t.source_dtype;
+        if converted && !plan.conversions.contains(&(t.source_dtype, t.dtype)) {
+            return Err(ResaveError::InvalidPlan(format!(
+                "tensor {:?} changes dtype without a conversion",
+                t.name
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Refuses any output path that is a file of the source.

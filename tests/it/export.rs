@@ -18,7 +18,9 @@ use tensorscope::format::Checkpoint;
 use tensorscope::heatmap::{self, HeatmapRequest, Pooling, colour_rgb};
 use tensorscope::jobs::{CancelToken, Progress};
 
-use crate::fixtures::{REF_DTYPES, RefTensor, ref_nbytes, reference_file, write};
+use crate::fixtures::{
+    REF_DTYPES, RefTensor, one_tensor, ref_nbytes, reference_file, with_header, write,
+};
 use crate::resave::listing;
 
 /// A parsed `.npy` file.
@@ -450,7 +452,11 @@ fn csv_rows_follow_the_first_axis_and_values_read_back() {
     assert!(same_f32(&rows[0][0], f16::from_f32(0.333).to_f32()));
     let out = dir.path().join("e.csv");
     export(&ck, "e", &out, &ExportOptions::default()).expect("e");
-    assert_eq!(std::fs::read_to_string(&out).expect("csv"), "\n\n\n");
+    assert_eq!(
+        std::fs::read_to_string(&out).expect("csv"),
+        "",
+        "no elements, no rows"
+    );
     let out = dir.path().join("p.csv");
     export(&ck, "p", &out, &ExportOptions::default()).expect("p");
     // 0x21: codes 1, 2 (0.5, 1.0); 0xf9: codes 9, 15 (-0.5, -6.0).
@@ -823,6 +829,33 @@ fn the_source_file_is_never_an_export_target() {
     let e = export(&ck, "x", &src, &ExportOptions::default()).expect_err("refused");
     assert_eq!(e.kind(), "WouldOverwriteSource", "{e}");
     assert_eq!(std::fs::read(&src).expect("src"), bytes);
+}
+
+#[test]
+fn empty_tensors_with_huge_dimensions_export_without_overflow() {
+    // Valid (the element count is 0) although the other dimensions
+    // multiply past 2^64.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let header = one_tensor("F32", &[0, 1 << 40, 1 << 40], [0, 0]);
+    let src = write(dir.path(), "zero.safetensors", &with_header(&header, 0));
+    let ck = Checkpoint::open(&src).expect("valid");
+    for ext in ["npy", "csv", "bin"] {
+        let out = dir.path().join(format!("t.{ext}"));
+        let report = export(&ck, "t", &out, &ExportOptions::default()).expect(ext);
+        assert_eq!(report.elements, 0);
+    }
+    let npy = parse_npy(&std::fs::read(dir.path().join("t.npy")).expect("npy"));
+    assert_eq!(npy.shape, [0, 1 << 40, 1 << 40]);
+    assert!(npy.data.is_empty());
+    assert_eq!(std::fs::read(dir.path().join("t.csv")).expect("csv"), b"");
+    let e = export(
+        &ck,
+        "t",
+        &dir.path().join("t.png"),
+        &ExportOptions::default(),
+    )
+    .expect_err("nothing to draw");
+    assert_eq!(e.kind(), "Heatmap");
 }
 
 fn cli(args: &[&std::ffi::OsStr]) -> (i32, serde_json::Value) {

@@ -938,6 +938,20 @@ fn the_gui_selection_picks_tensors_by_index() {
         [picked[1].clone(), picked[0].clone()]
     );
     execute(&ck, &p, &CancelToken::new(), &Progress::new()).expect("execute");
+    // A plan edited afterwards, or run on another checkpoint, is refused.
+    let mut bad = p.clone();
+    bad.tensors[0].file = 3;
+    let e = execute(&ck, &bad, &CancelToken::new(), &Progress::new()).expect_err("bad plan");
+    assert_eq!(e.kind(), "InvalidPlan", "{e}");
+    let mut bad = p.clone();
+    bad.tensors[1].dtype = Dtype::F64;
+    let e = execute(&ck, &bad, &CancelToken::new(), &Progress::new()).expect_err("bad plan");
+    assert_eq!(e.kind(), "InvalidPlan", "{e}");
+    let other_dir = tempfile::tempdir().expect("tempdir");
+    let other = two_shard_source(other_dir.path());
+    let other = Checkpoint::open(&other).expect("open");
+    let e = execute(&other, &p, &CancelToken::new(), &Progress::new()).expect_err("other");
+    assert_eq!(e.kind(), "InvalidPlan", "{e}");
     let back = ours(&out);
     assert_eq!(back.len(), 2);
     assert!(back.contains_key(&picked[0]) && back.contains_key(&picked[1]));

@@ -149,12 +149,22 @@ fn lane_sum(vals: &[f64], f: impl Fn(f64) -> f64) -> f64 {
     acc[0] + tail
 }
 
-/// Counts values below the smallest normal f32 (zeros included) and zeros.
+/// Counts values below the smallest normal f32 (zeros included) and zeros,
+/// and finds the smallest and largest value, in one pass over the bits:
+/// the values are compared as order-preserving integers, which vectorises
+/// where float selects do not. The block must hold no NaN.
 #[inline]
-fn tiny_f32(vals: &[f32]) -> (u32, u32) {
+fn tiny_and_range_f32(vals: &[f32]) -> (u32, u32, f32, f32) {
+    let value = |k: i32| f32::from_bits((k ^ (((k >> 31) as u32) >> 1) as i32) as u32);
     let mut tiny = 0u32;
+    let (mut lo, mut hi) = (i32::MAX, i32::MIN);
     for &x in vals {
-        tiny += u32::from(x.to_bits() & 0x7fff_ffff < 0x0080_0000);
+        let b = x.to_bits();
+        tiny += u32::from(b & 0x7fff_ffff < 0x0080_0000);
+        let s = b as i32;
+        let k = s ^ (((s >> 31) as u32) >> 1) as i32;
+        lo = lo.min(k);
+        hi = hi.max(k);
     }
     // Most blocks hold no zero and no subnormal: count zeros only then.
     let mut zero = 0u32;
@@ -163,25 +173,7 @@ fn tiny_f32(vals: &[f32]) -> (u32, u32) {
             zero += u32::from(x.abs() == 0.0);
         }
     }
-    (tiny, zero)
-}
-
-/// The smallest and largest of a block of f32 with no NaN, compared as
-/// order-preserving integers (which vectorises where float selects do not).
-#[inline]
-fn range_f32(vals: &[f32]) -> (f32, f32) {
-    let key = |x: f32| {
-        let b = x.to_bits() as i32;
-        b ^ (((b >> 31) as u32) >> 1) as i32
-    };
-    let value = |k: i32| f32::from_bits((k ^ (((k >> 31) as u32) >> 1) as i32) as u32);
-    let (mut lo, mut hi) = (i32::MAX, i32::MIN);
-    for &x in vals {
-        let k = key(x);
-        lo = lo.min(k);
-        hi = hi.max(k);
-    }
-    (value(lo), value(hi))
+    (tiny, zero, value(lo), value(hi))
 }
 
 /// The smallest and largest of a block with no NaN.
@@ -242,8 +234,7 @@ pub(crate) fn block_f32(vals: &[f32]) -> (Specials, Moments) {
     let Some(&first) = wide.first() else {
         return (Specials::default(), Moments::default());
     };
-    let (tiny, zero) = tiny_f32(vals);
-    let (lo, hi) = range_f32(vals);
+    let (tiny, zero, lo, hi) = tiny_and_range_f32(vals);
     let sp = Specials {
         zeros: u64::from(zero),
         subnormals: u64::from(tiny.saturating_sub(zero)),

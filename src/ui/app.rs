@@ -15,6 +15,7 @@ use super::model::{
     tree_rows, visible_rows,
 };
 use super::picker::Picker;
+use super::save_dialogs::{ExportDialog, SaveAsDialog};
 use super::tensor_view::ViewState;
 use crate::dtype::Dtype;
 use crate::format::{Checkpoint, LoadError};
@@ -62,6 +63,11 @@ pub enum Command {
     Compare(PathBuf),
     /// End a tab's comparison.
     CloseCompare(usize),
+    /// Show the Export dialog for the active tab's current tensor.
+    ExportTensor,
+    /// Show the Save-as dialog for the active tab's selection (or the
+    /// tensors the filter shows, when nothing is selected).
+    SaveAs,
     /// Quit.
     Quit,
 }
@@ -250,6 +256,10 @@ pub struct TensorscopeApp {
     pub picker: Option<Picker>,
     /// What the picker is for.
     pub picker_purpose: DialogPurpose,
+    /// The Export dialog, when shown.
+    pub export_dialog: Option<ExportDialog>,
+    /// The Save-as dialog, when shown.
+    pub save_as: Option<SaveAsDialog>,
     /// Short messages.
     pub notices: Vec<Notice>,
     /// The window title last sent.
@@ -270,6 +280,8 @@ impl TensorscopeApp {
             dialog_job: None,
             picker: None,
             picker_purpose: DialogPurpose::Open,
+            export_dialog: None,
+            save_as: None,
             notices: Vec::new(),
             title: String::new(),
             ctx: None,
@@ -300,6 +312,11 @@ impl TensorscopeApp {
     pub fn is_busy(&self) -> bool {
         self.dialog_job.is_some()
             || self.picker.as_ref().is_some_and(Picker::is_busy)
+            || self
+                .export_dialog
+                .as_ref()
+                .is_some_and(ExportDialog::is_busy)
+            || self.save_as.as_ref().is_some_and(SaveAsDialog::is_busy)
             || self.tabs.iter().any(|t| {
                 matches!(t.load, Load::Loading { .. })
                     || t.view.is_busy()
@@ -460,6 +477,12 @@ impl TensorscopeApp {
         if let Some(picker) = &mut self.picker {
             picker.poll();
         }
+        if let Some(d) = &mut self.export_dialog {
+            d.poll();
+        }
+        if let Some(d) = &mut self.save_as {
+            d.poll();
+        }
     }
 
     fn remember(&mut self, path: &Path) {
@@ -484,6 +507,33 @@ impl TensorscopeApp {
                         }
                     }
                     Err(e) => self.notify(format!("cannot start a background job: {e}")),
+                }
+            }
+            Command::ExportTensor => {
+                let target = self
+                    .active_tab()
+                    .and_then(|t| Some((Arc::clone(&t.loaded()?.ck), t.table.cursor?)));
+                match target {
+                    Some((ck, index)) => self.export_dialog = Some(ExportDialog::new(ck, index)),
+                    None => self.notify("select a tensor to export"),
+                }
+            }
+            Command::SaveAs => {
+                let target = self.active_tab().and_then(|t| {
+                    let ck = Arc::clone(&t.loaded()?.ck);
+                    let selection: Vec<usize> = if t.table.selection.is_empty() {
+                        t.table.rows.clone()
+                    } else {
+                        t.table.selection.iter().copied().collect()
+                    };
+                    Some((ck, selection))
+                });
+                match target {
+                    Some((_, sel)) if sel.is_empty() => {
+                        self.notify("no tensor to save: the filter shows none");
+                    }
+                    Some((ck, sel)) => self.save_as = Some(SaveAsDialog::new(ck, sel)),
+                    None => self.notify("open a checkpoint first"),
                 }
             }
             Command::CloseCompare(i) => {

@@ -1,7 +1,7 @@
 //! The open dialog behind a trait, so tests can inject paths and the app can
 //! fall back to its own picker where no native dialog exists.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// What a dialog returned.
@@ -21,6 +21,12 @@ pub trait FileDialog: Send + Sync {
     fn available(&self) -> bool;
     /// Shows the dialog and blocks until it closes.
     fn pick_files(&self) -> DialogResult;
+    /// Shows a save dialog starting at `suggested` and blocks until it
+    /// closes; `Picked` holds one path.
+    fn save_file(&self, suggested: &Path) -> DialogResult {
+        let _ = suggested;
+        DialogResult::Unavailable
+    }
 }
 
 /// The desktop's dialog through `rfd` (the XDG desktop portal, else zenity).
@@ -52,6 +58,22 @@ impl FileDialog for NativeDialog {
             Some(paths) if !paths.is_empty() => DialogResult::Picked(paths),
             _ if started.elapsed() < NOT_SHOWN => DialogResult::Unavailable,
             _ => DialogResult::Cancelled,
+        }
+    }
+
+    fn save_file(&self, suggested: &Path) -> DialogResult {
+        let started = Instant::now();
+        let mut d = rfd::FileDialog::new().set_title("Save as");
+        if let Some(dir) = suggested.parent() {
+            d = d.set_directory(dir);
+        }
+        if let Some(name) = suggested.file_name() {
+            d = d.set_file_name(name.to_string_lossy());
+        }
+        match d.save_file() {
+            Some(p) => DialogResult::Picked(vec![p]),
+            None if started.elapsed() < NOT_SHOWN => DialogResult::Unavailable,
+            None => DialogResult::Cancelled,
         }
     }
 }

@@ -664,7 +664,7 @@ fn metadata_text(report: &DiffReport) -> String {
     }
     for (k, v) in &m.changed {
         lines.push(format!(
-            "~ {k}: {} → {}",
+            "~ {k}: {} -> {}",
             super::safe_text(&v.a, 100),
             super::safe_text(&v.b, 100)
         ));

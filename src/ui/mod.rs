@@ -8,6 +8,7 @@ pub mod error_pane;
 pub mod model;
 pub mod panels;
 pub mod picker;
+pub mod save_dialogs;
 pub mod side;
 pub mod stats_view;
 pub mod table;
@@ -107,6 +108,20 @@ pub fn run(files: Vec<PathBuf>, demo: bool, compare: Option<(PathBuf, PathBuf)>)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every symbol the UI draws must have a glyph in egui's fonts (a
+    /// missing one draws as a box, and fails the kittest flows).
+    #[test]
+    fn ui_symbols_have_glyphs() {
+        let ctx = egui::Context::default();
+        let mut out = ctx.run_ui(egui::RawInput::default(), |_| {});
+        out.textures_delta.clear();
+        let missing: Vec<char> = "±·×Δ—…−⏴⏵⏶⏷ÄäéÅ"
+            .chars()
+            .filter(|&c| !ctx.fonts_mut(|f| f.has_glyph(&egui::FontId::proportional(14.0), c)))
+            .collect();
+        assert!(missing.is_empty(), "no glyph for {missing:?}");
+    }
 
     #[test]
     fn untrusted_text_is_escaped() {

@@ -8,7 +8,7 @@ use eframe::egui;
 
 use super::app::{Command, DialogPurpose, Load, TensorscopeApp};
 use super::model::{human_bytes, human_count};
-use super::{diff_view, error_pane, picker, side, table};
+use super::{diff_view, error_pane, picker, save_dialogs, side, table};
 use crate::format::LoadError;
 
 /// Draws the whole window.
@@ -121,6 +121,23 @@ pub fn root_ui(ui: &mut egui::Ui, app: &mut TensorscopeApp) {
             app.picker = None;
         }
     }
+    let repaint = {
+        let ctx = ui.ctx().clone();
+        move || ctx.request_repaint()
+    };
+    let dialog = std::sync::Arc::clone(&app.dialog);
+    if let Some(d) = &mut app.export_dialog
+        && !save_dialogs::export_ui(ui.ctx(), d, &dialog, repaint.clone())
+    {
+        app.export_dialog = None;
+    }
+    if let Some(d) = &mut app.save_as {
+        let mut cmds = Vec::new();
+        if !save_dialogs::save_as_ui(ui.ctx(), d, &dialog, repaint, &mut cmds) {
+            app.save_as = None;
+        }
+        app.commands.extend(cmds);
+    }
     drop_overlay_ui(ui.ctx());
     notices_ui(ui.ctx(), app);
 }
@@ -159,7 +176,25 @@ fn menu_bar_ui(ui: &mut egui::Ui, app: &mut TensorscopeApp) {
             if ui.button("Open demo checkpoint").clicked() {
                 app.send(Command::OpenDemo);
             }
-            let can_compare = app.active_tab().is_some_and(|t| t.loaded().is_some());
+            let loaded = app.active_tab().is_some_and(|t| t.loaded().is_some());
+            let has_cursor = app.active_tab().is_some_and(|t| t.loaded().is_some() && t.table.cursor.is_some());
+            ui.separator();
+            if ui
+                .add_enabled(has_cursor, egui::Button::new("Export tensor…"))
+                .on_hover_text("Write the selected tensor to .npy, .csv, .bin or .png")
+                .clicked()
+            {
+                app.send(Command::ExportTensor);
+            }
+            if ui
+                .add_enabled(loaded, egui::Button::new("Save as…"))
+                .on_hover_text("A new checkpoint from the selection (or the filtered tensors): renames, metadata, dtypes")
+                .clicked()
+            {
+                app.send(Command::SaveAs);
+            }
+            ui.separator();
+            let can_compare = loaded;
             if ui
                 .add_enabled(can_compare, egui::Button::new("Compare with…"))
                 .on_hover_text(
@@ -202,7 +237,7 @@ fn menu_bar_ui(ui: &mut egui::Ui, app: &mut TensorscopeApp) {
             ui.label(
                 "Drop .safetensors files, shard indexes or folders on the window to open them.",
             );
-            ui.label("Ctrl+O open · Ctrl+F filter · Ctrl+C copy names · ↑/↓ move selection");
+            ui.label("Ctrl+O open · Ctrl+F filter · Ctrl+C copy names · Up/Down move selection");
         });
     });
 }

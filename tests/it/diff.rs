@@ -1,4 +1,8 @@
 //! The diff engine and `tensorscope diff`, on files written in the test.
+#![allow(
+    clippy::many_single_char_names,
+    reason = "a and b are the two sides of every comparison"
+)]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -99,7 +103,7 @@ fn one_changed_element_is_found_exactly() {
     assert_eq!(x.changed_fraction, Some(0.001));
     assert_eq!(
         x.max_abs_diff,
-        Some(f64::from(v[417]) - f64::from(w[417])).map(f64::abs)
+        Some((f64::from(v[417]) - f64::from(w[417])).abs())
     );
     let y = r.tensors.iter().find(|t| t.name == "y").expect("y");
     assert_eq!(y.status, Status::Identical);

@@ -440,3 +440,98 @@ fn multi_select_keyboard_and_copy_names() {
     assert_eq!(ck.info(ck.tensors[cursor]).expect("info").name, "packed");
     assert_eq!(tab.table.selection.len(), 1);
 }
+
+#[test]
+fn export_and_save_as_flows() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = write(dir.path(), "m.safetensors", &small_model());
+    let mut h = harness(State::default(), no_dialog());
+    open(&mut h, &p);
+    h.get_by_label("embed.weight").click();
+    h.run_steps(2);
+    // Export the selected tensor.
+    h.state_mut().send(Command::ExportTensor);
+    settle(&mut h);
+    let out = dir.path().join("embed.npy");
+    h.state_mut()
+        .export_dialog
+        .as_mut()
+        .expect("export dialog")
+        .path = out.display().to_string();
+    h.get_by_label("Export").click();
+    settle(&mut h);
+    h.get_by_label_contains("Wrote");
+    let npy = std::fs::read(&out).expect("npy written");
+    assert!(npy.starts_with(b"\x93NUMPY"));
+    h.get_by_label("Close").click();
+    h.run_steps(2);
+    assert!(h.state().export_dialog.is_none());
+
+    // Save a selection as a new checkpoint with a conversion and a metadata key.
+    h.get_by_label("layers.0.norm")
+        .click_modifiers(egui::Modifiers::COMMAND);
+    h.run_steps(1);
+    h.state_mut().send(Command::SaveAs);
+    settle(&mut h);
+    let saved = dir.path().join("subset.safetensors");
+    {
+        let d = h.state_mut().save_as.as_mut().expect("save-as dialog");
+        assert_eq!(d.selection.len(), 2);
+        d.path = saved.display().to_string();
+        d.renames = "embed.weight=tok_embeddings".into();
+        for c in &mut d.conversions {
+            if c.from == tensorscope::dtype::Dtype::F32 {
+                c.to = Some(tensorscope::dtype::Dtype::BF16);
+            }
+        }
+        d.new_key = "note".into();
+        d.new_value = "subset".into();
+    }
+    h.get_by_label("Add").click();
+    // The new metadata row moves the buttons: let the layout settle.
+    h.run_steps(4);
+    h.get_by_label("Save").click();
+    settle(&mut h);
+    h.get_by_label_contains("Saved 2 tensors");
+    h.get_by_label("Open the result").click();
+    settle(&mut h);
+    let tab = h.state().active_tab().expect("tab");
+    let ck = &tab.loaded().expect("result opens").ck;
+    let t = ck.find("tok_embeddings").expect("renamed");
+    assert_eq!(
+        ck.info(t).expect("info").dtype,
+        tensorscope::dtype::Dtype::BF16
+    );
+    let meta = ck.shards[0]
+        .file
+        .header()
+        .metadata
+        .clone()
+        .expect("metadata");
+    assert_eq!(meta.get("note").map(String::as_str), Some("subset"));
+    assert_eq!(meta.get("format").map(String::as_str), Some("pt"));
+    // The official reader loads it.
+    let bytes = std::fs::read(&saved).expect("read");
+    safetensors::SafeTensors::deserialize(&bytes).expect("official reader");
+
+    // A failing save shows the error and leaves nothing behind.
+    h.state_mut().send(Command::ActivateTab(0));
+    h.run_steps(1);
+    h.state_mut().send(Command::SaveAs);
+    settle(&mut h);
+    let blocker = write(dir.path(), "not-a-folder", b"x");
+    h.state_mut().save_as.as_mut().expect("dialog").path =
+        blocker.join("out.safetensors").display().to_string();
+    h.get_by_label("Save").click();
+    settle(&mut h);
+    assert!(matches!(
+        h.state().save_as.as_ref().and_then(|d| d.outcome.as_ref()),
+        Some(Err(_))
+    ));
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("list")
+        .filter_map(Result::ok)
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(leftovers.len(), 4, "{leftovers:?}");
+}

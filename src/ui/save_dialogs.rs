@@ -205,11 +205,11 @@ pub fn export_ui(
         ui.horizontal(|ui| {
             ui.label("File:");
             ui.add(egui::TextEdit::singleline(&mut d.path).desired_width(340.0));
-            if ui.add_enabled(d.browse.is_none() && !d.no_native_dialog, egui::Button::new("Browse…")).clicked() {
+            if ui.add_enabled(d.browse.is_none() && !d.no_native_dialog && dialog.available(), egui::Button::new("Browse…")).clicked() {
                 d.browse = browse(dialog, PathBuf::from(d.path.trim()), repaint.clone());
             }
         });
-        if d.no_native_dialog {
+        if d.no_native_dialog || !dialog.available() {
             ui.weak("No native save dialog here: type the path.");
         }
         let wide = matches!(info.dtype, Dtype::BF16 | Dtype::F8E4M3 | Dtype::F8E5M2 | Dtype::F8E8M0 | Dtype::F8E4M3Fnuz | Dtype::F8E5M2Fnuz | Dtype::F6E2M3 | Dtype::F6E3M2 | Dtype::F4);
@@ -453,7 +453,12 @@ pub fn save_as_ui(
     egui::Window::new("Save as").id(egui::Id::unique("save_as_dialog")).open(&mut open).collapsible(false).default_width(620.0).default_height(560.0).show(ctx, |ui| {
         egui::ScrollArea::vertical().max_height(ctx.content_rect().height() * 0.7).show(ui, |ui| {
             let bytes: u64 = d.selection.iter().filter_map(|&i| d.ck.tensors.get(i).and_then(|t| d.ck.info(*t))).map(|i| i.nbytes).sum();
-            egui::CollapsingHeader::new(format!("{} tensors selected · {}", d.selection.len(), human_bytes(bytes))).id_salt("save_sel").show(ui, |ui| {
+            egui::CollapsingHeader::new(format!(
+                "{} tensor{} selected · {}",
+                d.selection.len(),
+                if d.selection.len() == 1 { "" } else { "s" },
+                human_bytes(bytes)
+            )).id_salt("save_sel").show(ui, |ui| {
                 for &i in d.selection.iter().take(500) {
                     if let Some(info) = d.ck.tensors.get(i).and_then(|t| d.ck.info(*t)) {
                         ui.label(format!("{}  {}", super::safe_text(&info.name, 200), info.dtype));
@@ -471,7 +476,9 @@ pub fn save_as_ui(
             egui::Grid::new("save_meta").num_columns(3).show(ui, |ui| {
                 for (k, v, keep) in &mut d.metadata {
                     ui.checkbox(keep, super::safe_text(k, 80));
-                    ui.add_enabled(*keep, egui::TextEdit::singleline(v).desired_width(380.0));
+                    ui.add_enabled_ui(*keep, |ui| {
+                        ui.add_sized([380.0, 20.0], egui::TextEdit::singleline(v));
+                    });
                     ui.end_row();
                 }
             });
@@ -519,11 +526,11 @@ pub fn save_as_ui(
             ui.horizontal(|ui| {
                 ui.label("File:");
                 ui.add(egui::TextEdit::singleline(&mut d.path).desired_width(420.0));
-                if ui.add_enabled(d.browse.is_none() && !d.no_native_dialog, egui::Button::new("Browse…")).clicked() {
+                if ui.add_enabled(d.browse.is_none() && !d.no_native_dialog && dialog.available(), egui::Button::new("Browse…")).clicked() {
                     d.browse = browse(dialog, PathBuf::from(d.path.trim()), repaint.clone());
                 }
             });
-            if d.no_native_dialog {
+            if d.no_native_dialog || !dialog.available() {
                 ui.weak("No native save dialog here: type the path.");
             }
         });

@@ -324,9 +324,15 @@ struct Acc {
     sum_aa: f64,
     sum_bb: f64,
     sum_ab: f64,
-    log2: BTreeMap<i32, u64>,
+    /// Counts per binary exponent e of |Δ|, at index e + [`LOG2_OFFSET`]
+    /// (allocated on first use).
+    log2: Vec<u64>,
     zeros: u64,
 }
+
+/// Index offset of exponent 0 in [`Acc::log2`]: f64 exponents run from
+/// −1074 (smallest subnormal) to 1023.
+const LOG2_OFFSET: i32 = 1074;
 
 impl Acc {
     fn delta(&mut self, d: f64) {
@@ -340,8 +346,19 @@ impl Acc {
         if m == 0.0 {
             self.zeros += 1;
         } else {
-            let e = m.log2().floor() as i32;
-            *self.log2.entry(e).or_insert(0) += 1;
+            // The exponent field gives floor(log2 m) for normal values.
+            let field = ((m.to_bits() >> 52) & 0x7ff) as i32;
+            let e = if field == 0 {
+                m.log2().floor() as i32
+            } else {
+                field - 1023
+            };
+            if self.log2.is_empty() {
+                self.log2 = vec![0; 2 * LOG2_OFFSET as usize];
+            }
+            if let Some(c) = self.log2.get_mut((e + LOG2_OFFSET) as usize) {
+                *c += 1;
+            }
         }
     }
 
@@ -572,8 +589,11 @@ pub fn diff_pair(
     out.changed_fraction = (ia.numel > 0).then(|| acc.changed as f64 / ia.numel as f64);
     out.nan_mismatches = Some(acc.mismatches);
     out.delta_log2_histogram = Some(DeltaLog2Histogram {
-        exponents: acc.log2.keys().copied().collect(),
-        counts: acc.log2.values().copied().collect(),
+        exponents: (0..acc.log2.len())
+            .filter(|&i| acc.log2[i] > 0)
+            .map(|i| i as i32 - LOG2_OFFSET)
+            .collect(),
+        counts: acc.log2.iter().copied().filter(|&c| c > 0).collect(),
         zeros: acc.zeros,
     });
     out.status = if ia.dtype != ib.dtype {

@@ -409,20 +409,7 @@ pub fn diff_table_ui(
         _ => {}
     }
     if let Some(job) = &c.job {
-        ui.horizontal(|ui| {
-            ui.spinner();
-            ui.label("Comparing…");
-            if let Some(f) = job.progress().fraction() {
-                ui.add(
-                    egui::ProgressBar::new(f)
-                        .desired_width(240.0)
-                        .show_percentage(),
-                );
-            }
-            if ui.button("Cancel").clicked() {
-                job.cancel();
-            }
-        });
+        super::job_row(ui, job, "Comparing…", 240.0);
         return;
     }
     let report = match &c.report {
@@ -736,15 +723,7 @@ pub fn pair_ui(ui: &mut egui::Ui, c: &mut CompareState) {
         ui.label(format!("B: {} {}", t.dtype_b, fmt_shape(&t.shape_b)));
     });
     if let Some((_, job)) = &c.detail_job {
-        ui.horizontal(|ui| {
-            ui.spinner();
-            if let Some(f) = job.progress().fraction() {
-                ui.add(egui::ProgressBar::new(f).desired_width(160.0));
-            }
-            if ui.button("Cancel").clicked() {
-                job.cancel();
-            }
-        });
+        super::job_row(ui, job, "", 160.0);
     }
     let Some((d, detail)) = &c.detail else { return };
     if *d != i {

@@ -54,6 +54,32 @@ fn escape(s: &str, max_chars: usize, keep_lines: bool) -> String {
     out
 }
 
+/// A running job's row: a spinner, a label, a progress bar once the total
+/// is known, and a Cancel button.
+pub fn job_row<T: Send + 'static>(
+    ui: &mut egui::Ui,
+    job: &crate::jobs::Job<T>,
+    label: &str,
+    width: f32,
+) {
+    ui.horizontal(|ui| {
+        ui.spinner();
+        if !label.is_empty() {
+            ui.label(label);
+        }
+        if let Some(f) = job.progress().fraction() {
+            ui.add(
+                egui::ProgressBar::new(f)
+                    .desired_width(width)
+                    .show_percentage(),
+            );
+        }
+        if ui.button("Cancel").clicked() {
+            job.cancel();
+        }
+    });
+}
+
 /// Opens the window with `files` (and the demo when asked); returns the
 /// process exit code.
 pub fn run(files: Vec<PathBuf>, demo: bool, compare: Option<(PathBuf, PathBuf)>) -> i32 {

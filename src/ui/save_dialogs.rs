@@ -78,6 +78,26 @@ fn poll_browse(job: &mut Option<BrowseJob>, path: &mut String, unavailable: &mut
     }
 }
 
+/// Moves a finished write job's result into `outcome`.
+fn poll_outcome<T: Send + 'static, E: std::fmt::Display + Send + 'static>(
+    job: &mut Option<Job<Result<T, E>>>,
+    outcome: &mut Option<Result<T, String>>,
+) {
+    if let Some(j) = job {
+        match j.poll() {
+            JobState::Running => {}
+            JobState::Done(r) => {
+                *outcome = Some(r.map_err(|e| e.to_string()));
+                *job = None;
+            }
+            JobState::Panicked(m) => {
+                *outcome = Some(Err(m));
+                *job = None;
+            }
+        }
+    }
+}
+
 /// The *Export tensor* dialog.
 pub struct ExportDialog {
     ck: Arc<Checkpoint>,
@@ -128,19 +148,7 @@ impl ExportDialog {
     /// Collects finished jobs.
     pub fn poll(&mut self) {
         poll_browse(&mut self.browse, &mut self.path, &mut self.no_native_dialog);
-        if let Some(job) = &mut self.job {
-            match job.poll() {
-                JobState::Running => {}
-                JobState::Done(r) => {
-                    self.outcome = Some(r.map_err(|e| e.to_string()));
-                    self.job = None;
-                }
-                JobState::Panicked(m) => {
-                    self.outcome = Some(Err(m));
-                    self.job = None;
-                }
-            }
-        }
+        poll_outcome(&mut self.job, &mut self.outcome);
     }
 
     /// Starts the export (the GUI's Export button).
@@ -219,15 +227,7 @@ pub fn export_ui(
         ui.checkbox(&mut d.force, "Write CSV even above 10 million elements");
         ui.add_space(6.0);
         if let Some(job) = &d.job {
-            ui.horizontal(|ui| {
-                ui.spinner();
-                if let Some(f) = job.progress().fraction() {
-                    ui.add(egui::ProgressBar::new(f).desired_width(220.0).show_percentage());
-                }
-                if ui.button("Cancel").clicked() {
-                    job.cancel();
-                }
-            });
+            super::job_row(ui, job, "", 220.0);
         } else {
             ui.horizontal(|ui| {
                 if ui.button("Export").clicked() {
@@ -358,19 +358,7 @@ impl SaveAsDialog {
     /// Collects finished jobs.
     pub fn poll(&mut self) {
         poll_browse(&mut self.browse, &mut self.path, &mut self.no_native_dialog);
-        if let Some(job) = &mut self.job {
-            match job.poll() {
-                JobState::Running => {}
-                JobState::Done(r) => {
-                    self.outcome = Some(r.map_err(|e| e.to_string()));
-                    self.job = None;
-                }
-                JobState::Panicked(m) => {
-                    self.outcome = Some(Err(m));
-                    self.job = None;
-                }
-            }
-        }
+        poll_outcome(&mut self.job, &mut self.outcome);
     }
 
     /// The options the dialog describes, or why they are invalid.
@@ -536,15 +524,7 @@ pub fn save_as_ui(
         });
         ui.separator();
         if let Some(job) = &d.job {
-            ui.horizontal(|ui| {
-                ui.spinner();
-                if let Some(f) = job.progress().fraction() {
-                    ui.add(egui::ProgressBar::new(f).desired_width(260.0).show_percentage());
-                }
-                if ui.button("Cancel").clicked() {
-                    job.cancel();
-                }
-            });
+            super::job_row(ui, job, "", 260.0);
         } else {
             ui.horizontal(|ui| {
                 if ui.button("Save").clicked() {

@@ -129,28 +129,7 @@ fn metadata_ui(ui: &mut egui::Ui, tab: &mut Tab) {
         return;
     };
     let ck = std::sync::Arc::clone(&loaded.ck);
-    let entries: Vec<(String, String)> = match &ck.kind {
-        CheckpointKind::Single => ck.shards[0]
-            .file
-            .header()
-            .metadata
-            .as_ref()
-            .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
-            .unwrap_or_default(),
-        CheckpointKind::Sharded { metadata, .. } => metadata
-            .as_object()
-            .map(|m| {
-                m.iter()
-                    .map(|(k, v)| {
-                        (
-                            k.clone(),
-                            v.as_str().map_or_else(|| v.to_string(), str::to_owned),
-                        )
-                    })
-                    .collect()
-            })
-            .unwrap_or_default(),
-    };
+    let entries: Vec<(String, String)> = crate::diff::metadata_of(&ck).into_iter().collect();
     ui.horizontal(|ui| {
         ui.add(
             egui::TextEdit::singleline(&mut tab.view.meta_filter)

@@ -336,20 +336,7 @@ pub fn stats_ui(
     if let Some((k, job)) = &s.pending
         && *k == key
     {
-        ui.horizontal(|ui| {
-            ui.spinner();
-            ui.label("Computing statistics");
-            if let Some(f) = job.progress().fraction() {
-                ui.add(
-                    egui::ProgressBar::new(f)
-                        .desired_width(180.0)
-                        .show_percentage(),
-                );
-            }
-            if ui.button("Cancel").clicked() {
-                job.cancel();
-            }
-        });
+        super::job_row(ui, job, "Computing statistics", 180.0);
     }
     let Some(result) = s.cache.get(&key).cloned() else {
         return;

@@ -487,19 +487,7 @@ fn heatmap_ui(
         return;
     };
     if let Some(job) = &h.job {
-        ui.horizontal(|ui| {
-            ui.spinner();
-            if let Some(f) = job.progress().fraction() {
-                ui.add(
-                    egui::ProgressBar::new(f)
-                        .desired_width(200.0)
-                        .show_percentage(),
-                );
-            }
-            if ui.button("Cancel").clicked() {
-                job.cancel();
-            }
-        });
+        super::job_row(ui, job, "", 200.0);
     }
     match &h.result {
         None => {}

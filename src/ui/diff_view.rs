@@ -171,7 +171,7 @@ impl CompareState {
         {
             let (a, b) = (Arc::clone(a), Arc::clone(b));
             self.job = Job::spawn("diff", repaint, move |cancel, progress| {
-                diff::diff(&a, &b, &DiffOptions::default(), cancel, progress)
+                super::on_job_pool(|| diff::diff(&a, &b, &DiffOptions::default(), cancel, progress))
             })
             .ok();
         }

@@ -135,7 +135,7 @@ impl StatsState {
             ..StatsOptions::default()
         };
         if let Ok(job) = Job::spawn("tensor-stats", repaint, move |cancel, progress| {
-            stats::tensor_stats(&ck, tref, &options, cancel, progress)
+            super::on_job_pool(|| stats::tensor_stats(&ck, tref, &options, cancel, progress))
         }) {
             // Replacing the pending job drops (cancels) the previous one.
             self.pending = Some(((index, order), job));
@@ -147,19 +147,7 @@ impl StatsState {
         let figures = Arc::new(Mutex::new(vec![None; ck.tensors.len()]));
         let shared = Arc::clone(&figures);
         let ck = Arc::clone(ck);
-        let threads =
-            std::thread::available_parallelism().map_or(1, |n| n.get().saturating_sub(1).max(1));
         let job = Job::spawn("scan-file", repaint, move |cancel, progress| {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .thread_name(|i| format!("scan-{i}"))
-                .build()
-                .map_err(|e| {
-                    StatsError::Load(crate::format::LoadError::Io {
-                        path: ck.path.clone(),
-                        source: std::io::Error::other(e.to_string()).into(),
-                    })
-                })?;
             let options = StatsOptions {
                 detail: Detail::MomentsOnly,
                 ..StatsOptions::default()
@@ -176,7 +164,8 @@ impl StatsState {
             let run = |batch: &[(usize, TensorRef)]| -> Result<(), StatsError> {
                 let refs: Vec<TensorRef> = batch.iter().map(|(_, t)| *t).collect();
                 let inner = crate::jobs::Progress::new();
-                let report = pool.install(|| stats::scan(&ck, &refs, &options, cancel, &inner))?;
+                let report =
+                    super::on_job_pool(|| stats::scan(&ck, &refs, &options, cancel, &inner))?;
                 progress.add(inner.done());
                 if let Ok(mut figs) = shared.lock() {
                     for ((i, _), t) in batch.iter().zip(&report.tensors) {

@@ -9,12 +9,14 @@
 //! * Dtypes of 16 bits or fewer (BOOL, F4, F6, the F8s, U8, I8, U16, I16,
 //!   F16, BF16) count their raw codes (at most 65,536 counters) in one pass;
 //!   every figure is then derived from the counts, so histograms and
-//!   quantiles are exact ([`codes`]).
+//!   quantiles are exact (`codes.rs`).
 //! * F32, F64 and the parts and magnitude of C64 take a first pass for the
-//!   counts, range and moments, a second for the linear histogram, and, for
-//!   exact quantiles, a few cheap passes that narrow the bins holding the
-//!   ranks down to single values ([`float`], [`refine`]).
-//! * I32, U32, I64 and U64 work the same way on exact integers ([`ints`]).
+//!   counts, range and moments and a second for the linear histogram
+//!   (`float.rs`). f32 values also count 16-bit key prefixes in the first
+//!   pass, so the second gathers the few values that decide each quantile:
+//!   exact quantiles in two passes. f64 values narrow the bin holding each
+//!   rank in one or two extra passes (`refine.rs`).
+//! * I32, U32, I64 and U64 work the same way on exact integers (`ints.rs`).
 //!
 //! Chunks of a tensor run in parallel on rayon's pool; [`scan`] also runs
 //! tensors in parallel. Long work takes a [`CancelToken`] (checked before

@@ -834,6 +834,32 @@ fn a_scan_summarises_and_can_be_cancelled_mid_tensor() {
     );
 }
 
+#[test]
+fn a_file_that_changed_since_it_was_opened_is_an_error_not_a_crash() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tensor = RefTensor {
+        dtype: safetensors::Dtype::F32,
+        shape: vec![1024],
+        data: f32_bytes((0..1024).map(|i| i as f32)),
+    };
+    let file = reference_file(&[("t".to_owned(), tensor)], None);
+    let path = write(dir.path(), "m.safetensors", &file);
+    let ck = Checkpoint::open(&path).expect("valid");
+    // Truncate the mapped file: reading its pages now would raise SIGBUS.
+    std::fs::write(&path, &file[..100]).expect("truncate");
+    let result = scan(
+        &ck,
+        &ck.tensors,
+        &full(),
+        &CancelToken::new(),
+        &Progress::new(),
+    );
+    match result {
+        Err(StatsError::Load(e)) => assert_eq!(e.kind(), "Changed"),
+        other => panic!("expected a Changed error, got {other:?}"),
+    }
+}
+
 fn run_cli(args: &[&std::ffi::OsStr]) -> (i32, serde_json::Value, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_tensorscope"))
         .args(args)

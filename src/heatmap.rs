@@ -76,6 +76,9 @@ pub enum HeatmapError {
     /// Cancelled.
     #[error("cancelled")]
     Cancelled,
+    /// The file changed or cannot be read since it was opened.
+    #[error("{0}")]
+    Unreadable(String),
 }
 
 impl From<Cancelled> for HeatmapError {

@@ -105,9 +105,10 @@ impl ViewState {
                     h.texture = None;
                 }
                 JobState::Panicked(m) => {
-                    h.result = Some(Err(HeatmapError::BadAxis(0, 0)));
+                    h.result = Some(Err(HeatmapError::Unreadable(format!(
+                        "internal error: {m}"
+                    ))));
                     h.job = None;
-                    let _ = m;
                 }
             }
         }
@@ -464,9 +465,9 @@ fn heatmap_ui(
         };
         let job = Job::spawn("heatmap", repaint, move |cancel, progress| {
             if let Some(shard) = ck2.shards.get(tref.shard)
-                && shard.file.check_unchanged().is_err()
+                && let Err(e) = shard.file.check_unchanged()
             {
-                return Err(HeatmapError::Empty);
+                return Err(HeatmapError::Unreadable(e.message()));
             }
             heatmap::compute(dtype, &shape, ck2.bytes(tref), &req, cancel, progress)
         })

@@ -214,7 +214,7 @@ pub fn run(args: &DiffArgs, out: &mut Output) -> i32 {
     let done = AtomicBool::new(false);
     let result = std::thread::scope(|s| {
         if std::io::stderr().is_terminal() {
-            s.spawn(|| super::stats::progress_bar(&progress, &done, started));
+            s.spawn(|| super::output::progress_bar(&progress, &done, started));
         }
         let r = diff(&a, &b, &options, &CancelToken::new(), &progress);
         done.store(true, Ordering::Relaxed);

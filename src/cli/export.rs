@@ -12,9 +12,10 @@ use std::time::Instant;
 use clap::Args;
 use serde::Serialize;
 
-use super::output::{ErrorDoc, Output, display_name, group_digits, path_string, report_error};
-use super::resave::progress_bar;
-use super::{Common, EXIT_ERROR, EXIT_OK};
+use super::output::{
+    ErrorDoc, Output, display_name, fail, group_digits, path_string, progress_bar, report_error,
+};
+use super::{Common, EXIT_OK};
 use crate::dtype::decode::BitOrder;
 use crate::export::{
     Encoding, ExportError, ExportFormat, ExportOptions, ExportReport, PngReport, SizeLimit,
@@ -107,14 +108,6 @@ pub fn export_error_doc(e: &ExportError) -> ErrorDoc {
         message: e.to_string(),
         path: e.path().map(path_string),
     }
-}
-
-fn fail(out: &mut Output, json: bool, doc: &ErrorDoc) -> i32 {
-    if json {
-        out.json(&doc.wrapped());
-    }
-    eprintln!("tensorscope: {}", doc.message);
-    EXIT_ERROR
 }
 
 /// Runs `export`.

@@ -2,12 +2,15 @@
 //! closed pipe ending quietly, and the shared error document.
 
 use std::fmt::Write as _;
-use std::io::{self, Write};
+use std::io::{self, IsTerminal as _, Write};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
 use crate::format::LoadError;
+use crate::jobs::Progress;
 
 /// Where a verb writes its result.
 pub struct Output {
@@ -108,6 +111,49 @@ pub fn report_error(out: &mut Output, json: bool, e: &LoadError) -> i32 {
     }
     eprintln!("tensorscope: {e}");
     super::EXIT_ERROR
+}
+
+/// Reports an error document the way every verb does (JSON on stdout
+/// with `--json`, the message on stderr) and returns [`super::EXIT_ERROR`].
+pub fn fail(out: &mut Output, json: bool, doc: &ErrorDoc) -> i32 {
+    if json {
+        out.json(&doc.wrapped());
+    }
+    eprintln!("tensorscope: {}", doc.message);
+    super::EXIT_ERROR
+}
+
+/// Draws a progress bar on stderr until `done`, when stderr is a terminal
+/// and the work takes more than a moment (short runs show none).
+pub fn progress_bar(progress: &Progress, done: &AtomicBool, started: Instant) {
+    const WIDTH: usize = 30;
+    if !io::stderr().is_terminal() {
+        return;
+    }
+    let mut shown = false;
+    while !done.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(100));
+        let elapsed = started.elapsed();
+        if elapsed < Duration::from_millis(400) || done.load(Ordering::Relaxed) {
+            continue;
+        }
+        let fraction = f64::from(progress.fraction().unwrap_or(0.0));
+        let filled = ((fraction * WIDTH as f64) as usize).min(WIDTH);
+        let rate = progress.done() as f64 / elapsed.as_secs_f64().max(1e-9) / 1e9;
+        eprint!(
+            "\r[{}{}] {:5.1}%  {:.2} / {:.2} GB  {:.2} GB/s ",
+            "#".repeat(filled),
+            " ".repeat(WIDTH - filled),
+            fraction * 100.0,
+            progress.done() as f64 / 1e9,
+            progress.total() as f64 / 1e9,
+            rate
+        );
+        shown = true;
+    }
+    if shown {
+        eprint!("\r{}\r", " ".repeat(WIDTH + 48));
+    }
 }
 
 /// Makes a name safe to print on a terminal: control characters and bidi

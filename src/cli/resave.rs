@@ -7,7 +7,6 @@
 //! sharded output, which the error reports).
 
 use std::fmt::Write as _;
-use std::io::IsTerminal as _;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -15,8 +14,10 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use serde::Serialize;
 
-use super::output::{ErrorDoc, Output, display_name, group_digits, path_string, report_error};
-use super::{Common, EXIT_ERROR, EXIT_OK};
+use super::output::{
+    ErrorDoc, Output, display_name, fail, group_digits, path_string, progress_bar, report_error,
+};
+use super::{Common, EXIT_OK};
 use crate::dtype::Dtype;
 use crate::format::Checkpoint;
 use crate::format::convert::{ConversionCounts, Overflow};
@@ -256,14 +257,6 @@ pub fn resave_error_doc(e: &ResaveError) -> ErrorDoc {
     }
 }
 
-fn fail(out: &mut Output, json: bool, doc: &ErrorDoc) -> i32 {
-    if json {
-        out.json(&doc.wrapped());
-    }
-    eprintln!("tensorscope: {}", doc.message);
-    EXIT_ERROR
-}
-
 /// Runs `resave`.
 pub fn run(args: &ResaveArgs, out: &mut Output) -> i32 {
     let json = args.common.json;
@@ -361,37 +354,6 @@ fn to_text(r: &ResaveReport, elapsed: Duration) -> String {
         elapsed.as_secs_f64()
     );
     s
-}
-
-/// Draws a progress bar on stderr until `done`, when stderr is a terminal
-/// and the work takes more than a moment.
-pub(super) fn progress_bar(progress: &Progress, done: &AtomicBool, started: Instant) {
-    const WIDTH: usize = 30;
-    if !std::io::stderr().is_terminal() {
-        return;
-    }
-    let mut shown = false;
-    while !done.load(Ordering::Relaxed) {
-        std::thread::sleep(Duration::from_millis(100));
-        let elapsed = started.elapsed();
-        if elapsed < Duration::from_millis(400) || done.load(Ordering::Relaxed) {
-            continue;
-        }
-        let fraction = f64::from(progress.fraction().unwrap_or(0.0));
-        let filled = ((fraction * WIDTH as f64) as usize).min(WIDTH);
-        eprint!(
-            "\r[{}{}] {:5.1}%  {:.2} / {:.2} GB ",
-            "#".repeat(filled),
-            " ".repeat(WIDTH - filled),
-            fraction * 100.0,
-            progress.done() as f64 / 1e9,
-            progress.total() as f64 / 1e9,
-        );
-        shown = true;
-    }
-    if shown {
-        eprint!("\r{}\r", " ".repeat(WIDTH + 32));
-    }
 }
 
 #[cfg(test)]

@@ -94,7 +94,7 @@ pub fn run(args: &StatsArgs, out: &mut Output) -> i32 {
     let done = AtomicBool::new(false);
     let result = std::thread::scope(|s| {
         if std::io::stderr().is_terminal() {
-            s.spawn(|| progress_bar(&progress, &done, started));
+            s.spawn(|| super::output::progress_bar(&progress, &done, started));
         }
         let r = scan(&ck, &selection, &options, &cancel, &progress);
         done.store(true, Ordering::Relaxed);
@@ -164,36 +164,6 @@ fn select(ck: &Checkpoint, args: &StatsArgs) -> Result<Vec<TensorRef>, ErrorDoc>
             })
         })
         .collect())
-}
-
-/// Draws a progress bar on stderr until `done`, after a short delay (short
-/// scans show none).
-pub(super) fn progress_bar(progress: &Progress, done: &AtomicBool, started: Instant) {
-    const WIDTH: usize = 30;
-    let mut shown = false;
-    while !done.load(Ordering::Relaxed) {
-        std::thread::sleep(Duration::from_millis(100));
-        let elapsed = started.elapsed();
-        if elapsed < Duration::from_millis(400) || done.load(Ordering::Relaxed) {
-            continue;
-        }
-        let fraction = f64::from(progress.fraction().unwrap_or(0.0));
-        let filled = ((fraction * WIDTH as f64) as usize).min(WIDTH);
-        let rate = progress.done() as f64 / elapsed.as_secs_f64().max(1e-9) / 1e9;
-        eprint!(
-            "\r[{}{}] {:5.1}%  {:.2} / {:.2} GB  {:.2} GB/s ",
-            "#".repeat(filled),
-            " ".repeat(WIDTH - filled),
-            fraction * 100.0,
-            progress.done() as f64 / 1e9,
-            progress.total() as f64 / 1e9,
-            rate
-        );
-        shown = true;
-    }
-    if shown {
-        eprint!("\r{}\r", " ".repeat(WIDTH + 48));
-    }
 }
 
 /// A number with 6 significant digits, fixed or exponent notation.

@@ -11,8 +11,9 @@ use std::ops::Range;
 
 use super::bins::{FloatBins, QUANTILES};
 use super::kernel::{
-    BLOCK, Lane, Specials, block_f32, block_f64, exponents_f32, exponents_f64, histogram_block,
+    BLOCK, Lane, Specials, block_f64, exponents_f32, exponents_f64, f32_bytes, prefixes_f32,
 };
+use super::simd::{block_f32, histogram_block};
 use super::moments::Moments;
 use super::refine::{KeySource, Target, bins_of_quantiles, refine};
 use super::{
@@ -58,11 +59,22 @@ impl FloatLane for f32 {
     const MAX_FIELD: usize = 255;
     const KEY_BITS: u32 = 32;
 
-    fn summarize(vals: &[f32], _smallest_normal: f64) -> (Specials, Moments) {
-        block_f32(vals)
+    fn summarize(vals: &[f32], smallest_normal: f64) -> (Specials, Moments) {
+        let mut bytes = [0u8; 4 * BLOCK];
+        let mut sp = Specials::default();
+        let mut m = Moments::default();
+        for part in vals.chunks(BLOCK) {
+            let (s, pm) = block_f32(f32_bytes(part, &mut bytes), tiny_bits(smallest_normal));
+            sp.merge(&s);
+            m.merge(&pm);
+        }
+        (sp, m)
     }
     fn count_exponents(vals: &[f32], table: &mut [u32]) {
-        exponents_f32(vals, table);
+        let mut bytes = [0u8; 4 * BLOCK];
+        for part in vals.chunks(BLOCK) {
+            exponents_f32(f32_bytes(part, &mut bytes), table);
+        }
     }
     fn fold_exponents(table: &[u32], totals: &mut [u64]) {
         for t in table.chunks(256) {
@@ -140,6 +152,12 @@ impl FloatLane for f64 {
     }
 }
 
+/// The magnitude bits of f32 values below `smallest_normal` (and not zero)
+/// are those below this.
+fn tiny_bits(smallest_normal: f64) -> u32 {
+    (smallest_normal as f32).to_bits()
+}
+
 /// A sequence of float values decoded from a tensor's bytes.
 pub(crate) trait View: Sync {
     /// The value type.
@@ -152,6 +170,13 @@ pub(crate) trait View: Sync {
     fn decode(&self, first: u64, out: &mut [Self::T]) -> usize;
     /// Values below this (and not zero) are subnormal.
     fn smallest_normal(&self) -> f64;
+    /// The elements `range` as little-endian f32 bytes in place, when the
+    /// view is exactly that (F32 tensors): the f32 kernels then read the
+    /// mapped bytes without decoding them first.
+    fn raw_f32(&self, range: Range<u64>) -> Option<&[u8]> {
+        let _ = range;
+        None
+    }
 }
 
 /// The values of an F32 tensor.
@@ -170,6 +195,37 @@ impl View for F32View<'_> {
     }
     fn smallest_normal(&self) -> f64 {
         smallest_normal(Dtype::F32).unwrap_or(0.0)
+    }
+    fn raw_f32(&self, range: Range<u64>) -> Option<&[u8]> {
+        let start = usize::try_from(range.start.checked_mul(4)?).ok()?;
+        let end = usize::try_from(range.end.checked_mul(4)?).ok()?;
+        self.0.get(start..end)
+    }
+}
+
+/// The values of an F16 or BF16 tensor, widened to f32 (exactly). Used for
+/// statistics without histograms; with them, counting the 65,536 codes
+/// ([`super::codes`]) is faster.
+pub(crate) struct HalfView<'a> {
+    /// The tensor's bytes.
+    pub bytes: &'a [u8],
+    /// F16 or BF16.
+    pub dtype: Dtype,
+}
+
+impl View for HalfView<'_> {
+    type T = f32;
+    fn len(&self) -> u64 {
+        (self.bytes.len() / 2) as u64
+    }
+    fn element_bytes(&self) -> u64 {
+        2
+    }
+    fn decode(&self, first: u64, out: &mut [f32]) -> usize {
+        decode_f32(self.dtype, self.bytes, first, out, BitOrder::LsbFirst).unwrap_or(0)
+    }
+    fn smallest_normal(&self) -> f64 {
+        smallest_normal(self.dtype).unwrap_or(0.0)
     }
 }
 
@@ -361,7 +417,7 @@ pub(crate) fn stats<V: View>(
     // log2 histogram follows from them, and so does the bucket of every
     // quantile, whose members pass 2 then gathers: exact quantiles in two
     // passes.
-    let by_prefix = full && V::T::KEY_BITS == 32;
+    let by_prefix = full && V::T::KEY_BITS == 32 && options.quantiles == QuantileMode::Exact;
     let fields = if full { V::T::MAX_FIELD + 1 } else { 0 };
     let prefix_len = if by_prefix { 1 << 16 } else { 0 };
     let p1 = par_chunks(
@@ -385,6 +441,25 @@ pub(crate) fn stats<V: View>(
                 }
             ];
             let mut prefixes = vec![0u32; prefix_len];
+            if let Some(raw) = view.raw_f32(range.clone()) {
+                let tiny = tiny_bits(view.smallest_normal());
+                for block in raw.chunks(4 * BLOCK) {
+                    let (sp, m) = block_f32(block, tiny);
+                    acc.specials.merge(&sp);
+                    acc.moments.merge(&m);
+                    if by_prefix {
+                        prefixes_f32(block, &mut prefixes);
+                    } else if full {
+                        exponents_f32(block, &mut table);
+                    }
+                }
+                V::T::fold_exponents(&table, &mut acc.exponents);
+                for (x, &c) in acc.prefixes.iter_mut().zip(&prefixes) {
+                    *x += u64::from(c);
+                }
+                progress.add(bytes);
+                return;
+            }
             for_each_block(view, range, |vals| {
                 let (sp, m) = V::T::summarize(vals, view.smallest_normal());
                 acc.specials.merge(&sp);

@@ -149,31 +149,177 @@ fn lane_sum(vals: &[f64], f: impl Fn(f64) -> f64) -> f64 {
     acc[0] + tail
 }
 
-/// Counts values below the smallest normal f32 (zeros included) and zeros,
-/// and finds the smallest and largest value, in one pass over the bits:
-/// the values are compared as order-preserving integers, which vectorises
-/// where float selects do not. The block must hold no NaN.
-#[inline]
-fn tiny_and_range_f32(vals: &[f32]) -> (u32, u32, f32, f32) {
-    let value = |k: i32| f32::from_bits((k ^ (((k >> 31) as u32) >> 1) as i32) as u32);
-    let mut tiny = 0u32;
-    let (mut lo, mut hi) = (i32::MAX, i32::MIN);
-    for &x in vals {
-        let b = x.to_bits();
-        tiny += u32::from(b & 0x7fff_ffff < 0x0080_0000);
-        let s = b as i32;
-        let k = s ^ (((s >> 31) as u32) >> 1) as i32;
-        lo = lo.min(k);
-        hi = hi.max(k);
+/// What one fused pass over whole groups of eight f32 values gathers, lane
+/// by lane (lane `j` sees the values `8·i + j`). [`scan_f32_groups`] is the
+/// portable version; [`super::simd`] has an AVX2 one that gives the same
+/// bits.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct F32Lanes {
+    /// Smallest magnitude bits (`bits & 0x7fff_ffff`).
+    pub low: [u32; 8],
+    /// Smallest value (meaningless when NaN is present).
+    pub min: [f32; 8],
+    /// Largest value (likewise).
+    pub max: [f32; 8],
+    /// Σx in f64.
+    pub sum: [f64; 8],
+    /// Σ|x|.
+    pub abs: [f64; 8],
+    /// Σ(x − x₀)².
+    pub sq: [f64; 8],
+}
+
+impl F32Lanes {
+    /// Nothing seen yet.
+    pub const EMPTY: F32Lanes = F32Lanes {
+        low: [u32::MAX; 8],
+        min: [f32::INFINITY; 8],
+        max: [f32::NEG_INFINITY; 8],
+        sum: [0.0; 8],
+        abs: [0.0; 8],
+        sq: [0.0; 8],
+    };
+
+    /// Adds one value to lane `j`. The selects are those of the x86
+    /// min/max instructions (`x < m ? x : m`), so that the vector version
+    /// keeps the same zero among ±0.
+    #[inline(always)]
+    fn add(&mut self, j: usize, x: f32, x0: f64) {
+        let a = x.to_bits() & 0x7fff_ffff;
+        self.low[j] = self.low[j].min(a);
+        self.min[j] = if x < self.min[j] { x } else { self.min[j] };
+        self.max[j] = if x > self.max[j] { x } else { self.max[j] };
+        let w = f64::from(x);
+        self.sum[j] += w;
+        self.abs[j] += w.abs();
+        let d = w - x0;
+        self.sq[j] += d * d;
     }
-    // Most blocks hold no zero and no subnormal: count zeros only then.
-    let mut zero = 0u32;
-    if tiny > 0 {
-        for &x in vals {
-            zero += u32::from(x.abs() == 0.0);
+}
+
+/// Eight little-endian f32 values.
+pub(crate) type F32Group = [u8; 32];
+
+/// A group scan: [`scan_f32_groups`] or a vector version of it.
+pub(crate) type F32Scan = fn(&[F32Group], f64) -> F32Lanes;
+
+/// The portable [`F32Lanes`] pass over whole groups of eight values.
+pub(crate) fn scan_f32_groups(groups: &[F32Group], x0: f64) -> F32Lanes {
+    let mut l = F32Lanes::EMPTY;
+    for g in groups {
+        for (j, c) in g.as_chunks::<4>().0.iter().enumerate() {
+            l.add(j, f32::from_le_bytes(*c), x0);
         }
     }
-    (tiny, zero, value(lo), value(hi))
+    l
+}
+
+/// The sum of eight lanes in the order the AVX2 pass uses: the two halves
+/// first, then pairwise.
+#[inline(always)]
+fn lane_total(acc: [f64; 8]) -> f64 {
+    let h = [
+        acc[0] + acc[4],
+        acc[1] + acc[5],
+        acc[2] + acc[6],
+        acc[3] + acc[7],
+    ];
+    (h[0] + h[2]) + (h[1] + h[3])
+}
+
+/// Summarises a block of little-endian f32 values (`bytes`, a whole number
+/// of values): specials, range and moments. Values whose magnitude bits are
+/// below `tiny_bits` count as subnormal (or zero): `0x0080_0000` for f32
+/// itself, more for values widened from F16.
+///
+/// One fused pass over the bytes (bits and f64 sums at once) by `scan`; the
+/// sums are thrown away when the block turns out to hold NaN or Inf. The
+/// bytes are read in place (a slice of the mapped file): no copy first, so
+/// that the loads from memory overlap the arithmetic.
+pub(crate) fn block_f32(bytes: &[u8], tiny_bits: u32, scan: F32Scan) -> (Specials, Moments) {
+    if bytes.len() > 4 * BLOCK {
+        return block_f32_split(bytes, tiny_bits, scan);
+    }
+    let values = bytes.as_chunks::<4>().0;
+    let Some(&first) = values.first() else {
+        return (Specials::default(), Moments::default());
+    };
+    let x0 = f64::from(f32::from_le_bytes(first));
+    let (groups, rest) = bytes.as_chunks::<32>();
+    let mut l = scan(groups, x0);
+    for c in rest.as_chunks::<4>().0 {
+        l.add(0, f32::from_le_bytes(*c), x0);
+    }
+    let (sum, abs_sum, sum_d2) = (lane_total(l.sum), lane_total(l.abs), lane_total(l.sq));
+    // f32 values cannot overflow an f64 sum of a block: a sum that is not
+    // finite means a NaN or an infinity is in the block.
+    if !sum.is_finite() {
+        return block_f32_split(bytes, tiny_bits, scan);
+    }
+    let low = l.low.iter().copied().min().unwrap_or(u32::MAX);
+    // Most blocks hold no zero and no tiny value: count them only then.
+    let (mut tiny, mut zero) = (0u32, 0u32);
+    if low < tiny_bits {
+        for c in values {
+            let a = u32::from_le_bytes(*c) & 0x7fff_ffff;
+            tiny += u32::from(a < tiny_bits);
+            zero += u32::from(a == 0);
+        }
+    }
+    let pick = |lanes: [f32; 8], better: fn(f32, f32) -> bool| {
+        lanes
+            .into_iter()
+            .fold(lanes[0], |m, x| if better(x, m) { x } else { m })
+    };
+    let (lo, hi) = (pick(l.min, |x, m| x < m), pick(l.max, |x, m| x > m));
+    let sp = Specials {
+        zeros: u64::from(zero),
+        subnormals: u64::from(tiny - zero),
+        min: f64::from(lo),
+        max: f64::from(hi),
+        ..Specials::default()
+    };
+    let n = values.len();
+    // Σ(x − x₀) = Σx − n·x₀: with f32 values in f64 lanes this carries only
+    // a few roundings, far below what the variance needs (see moments.rs).
+    let sum_d = sum - n as f64 * x0;
+    (
+        sp,
+        Moments::from_block(n as u64, 0, x0, [sum, abs_sum, sum_d, sum_d2]),
+    )
+}
+
+/// [`block_f32`] of more than a block, or of a block holding NaN or Inf:
+/// the specials are counted and the finite values summarised block-wise.
+fn block_f32_split(bytes: &[u8], tiny_bits: u32, scan: F32Scan) -> (Specials, Moments) {
+    let mut sp = Specials::default();
+    let mut m = Moments::default();
+    let mut vals = [0f32; BLOCK];
+    let mut finite = [0f32; BLOCK];
+    let mut again = [0u8; 4 * BLOCK];
+    for part in bytes.as_chunks::<4>().0.chunks(BLOCK) {
+        for (v, c) in vals.iter_mut().zip(part) {
+            *v = f32::from_le_bytes(*c);
+        }
+        let n = split_finite(vals.get(..part.len()).unwrap_or(&[]), &mut finite, &mut sp);
+        let finite = finite.get(..n).unwrap_or(&[]);
+        let s = f32_bytes(finite, &mut again);
+        let (s, pm) = block_f32(s, tiny_bits, scan);
+        sp.merge(&s);
+        m.merge(&pm);
+    }
+    (sp, m)
+}
+
+/// Writes f32 values as little-endian bytes into `out` (at least four bytes
+/// per value); returns the bytes written.
+pub(crate) fn f32_bytes<'a>(vals: &[f32], out: &'a mut [u8]) -> &'a [u8] {
+    let (slots, _) = out.as_chunks_mut::<4>();
+    let n = vals.len().min(slots.len());
+    for (o, x) in slots.iter_mut().zip(vals) {
+        *o = x.to_le_bytes();
+    }
+    out.get(..4 * n).unwrap_or(&[])
 }
 
 /// The smallest and largest of a block with no NaN.
@@ -200,58 +346,6 @@ fn range_of<T: Lane>(vals: &[T], lowest: T, highest: T) -> (T, T) {
         hi = if mx[j] > hi { mx[j] } else { hi };
     }
     (lo, hi)
-}
-
-/// Summarises a block of f32 values: specials, range and moments.
-pub(crate) fn block_f32(vals: &[f32]) -> (Specials, Moments) {
-    if vals.len() > BLOCK {
-        let mut sp = Specials::default();
-        let mut m = Moments::default();
-        for part in vals.chunks(BLOCK) {
-            let (s, pm) = block_f32(part);
-            sp.merge(&s);
-            m.merge(&pm);
-        }
-        return (sp, m);
-    }
-    let mut buffer = [0f64; BLOCK];
-    let wide = buffer.get_mut(..vals.len()).unwrap_or(&mut []);
-    for (o, &x) in wide.iter_mut().zip(vals) {
-        *o = f64::from(x);
-    }
-    let wide: &[f64] = wide;
-    // f32 values cannot overflow an f64 sum of a block: a sum that is not
-    // finite means a NaN or an infinity is in the block.
-    let sum = lane_sum(wide, |x| x);
-    if !sum.is_finite() {
-        let mut sp = Specials::default();
-        let mut finite = [0f32; BLOCK];
-        let n = split_finite(vals, &mut finite, &mut sp);
-        let (s, m) = block_f32(finite.get(..n).unwrap_or(&[]));
-        sp.merge(&s);
-        return (sp, m);
-    }
-    let Some(&first) = wide.first() else {
-        return (Specials::default(), Moments::default());
-    };
-    let (tiny, zero, lo, hi) = tiny_and_range_f32(vals);
-    let sp = Specials {
-        zeros: u64::from(zero),
-        subnormals: u64::from(tiny.saturating_sub(zero)),
-        min: f64::from(lo),
-        max: f64::from(hi),
-        ..Specials::default()
-    };
-    let n = wide.len() as f64;
-    let abs_sum = lane_sum(wide, f64::abs);
-    let sum_d2 = lane_sum(wide, |x| (x - first) * (x - first));
-    // Σ(x − x₀) = Σx − n·x₀: with f32 values in f64 lanes this carries only
-    // a few roundings, far below what the variance needs (see moments.rs).
-    let sum_d = sum - n * first;
-    (
-        sp,
-        Moments::from_block(wide.len() as u64, 0, first, [sum, abs_sum, sum_d, sum_d2]),
-    )
 }
 
 /// Summarises a block of f64 values. Squares of values beyond 2^±400 would
@@ -327,20 +421,38 @@ pub(crate) fn block_f64(vals: &[f64], smallest_normal: f64) -> (Specials, Moment
     (sp, moments)
 }
 
-/// Counts the exponent fields of f32 values (`bits >> 23 & 0xff`) into four
-/// interleaved tables of 256 counters (`table.len()` ≥ 1024).
-pub(crate) fn exponents_f32(vals: &[f32], table: &mut [u32]) {
-    let field = |x: &f32| ((x.to_bits() >> 23) & 0xff) as usize;
+/// Counts the exponent fields of little-endian f32 values
+/// (`bits >> 23 & 0xff`) into four interleaved tables of 256 counters
+/// (`table.len()` ≥ 1024).
+pub(crate) fn exponents_f32(bytes: &[u8], table: &mut [u32]) {
+    let field = |c: &[u8; 4]| ((u32::from_le_bytes(*c) >> 23) & 0xff) as usize;
     if let [t0, t1, t2, t3, ..] = table.as_chunks_mut::<256>().0 {
-        let (chunks, rest) = vals.as_chunks::<4>();
+        let (chunks, rest) = bytes.as_chunks::<16>();
         for c in chunks {
-            t0[field(&c[0])] += 1;
-            t1[field(&c[1])] += 1;
-            t2[field(&c[2])] += 1;
-            t3[field(&c[3])] += 1;
+            let v = c.as_chunks::<4>().0;
+            t0[field(&v[0])] += 1;
+            t1[field(&v[1])] += 1;
+            t2[field(&v[2])] += 1;
+            t3[field(&v[3])] += 1;
         }
-        for x in rest {
-            t0[field(x)] += 1;
+        for c in rest.as_chunks::<4>().0 {
+            t0[field(c)] += 1;
+        }
+    }
+}
+
+/// Counts the 16-bit prefixes of the order-preserving keys of
+/// little-endian f32 values (sign, exponent and the top seven mantissa
+/// bits) into `table` (65,536 counters).
+pub(crate) fn prefixes_f32(bytes: &[u8], table: &mut [u32]) {
+    if table.len() < 1 << 16 {
+        return;
+    }
+    for c in bytes.as_chunks::<4>().0 {
+        let b = u32::from_le_bytes(*c);
+        let key = b ^ (((b as i32) >> 31) as u32 | 0x8000_0000);
+        if let Some(slot) = table.get_mut((key >> 16) as usize) {
+            *slot += 1;
         }
     }
 }
@@ -357,17 +469,14 @@ pub(crate) fn exponents_f64(vals: &[f64], table: &mut [u32]) {
 /// Adds the finite values of a block to a linear histogram kept as four
 /// tables of `bins.len()` counters each, one after the other
 /// (`tables.len()` must be `4 · bins.len()`).
+#[inline(always)]
 pub(crate) fn histogram_block<T: Lane>(vals: &[T], bins: &FloatBins, tables: &mut [u32]) {
     let mut all_finite = true;
     for &x in vals {
         all_finite &= x.finite();
     }
     if !all_finite || vals.len() > BLOCK {
-        let mut finite = [T::default(); BLOCK];
-        for part in vals.chunks(BLOCK) {
-            let n = split_finite(part, &mut finite, &mut Specials::default());
-            histogram_block(finite.get(..n).unwrap_or(&[]), bins, tables);
-        }
+        histogram_split(vals, bins, tables);
         return;
     }
     let len = bins.len();
@@ -418,6 +527,17 @@ pub(crate) fn histogram_block<T: Lane>(vals: &[T], bins: &FloatBins, tables: &mu
         if let Some(c) = t0.get_mut(bin(g, x.to_f64())) {
             *c += 1;
         }
+    }
+}
+
+/// [`histogram_block`] of more than a block, or of a block holding NaN or
+/// Inf: the finite values are binned block-wise.
+#[inline(never)]
+fn histogram_split<T: Lane>(vals: &[T], bins: &FloatBins, tables: &mut [u32]) {
+    let mut finite = [T::default(); BLOCK];
+    for part in vals.chunks(BLOCK) {
+        let n = split_finite(part, &mut finite, &mut Specials::default());
+        histogram_block(finite.get(..n).unwrap_or(&[]), bins, tables);
     }
 }
 
@@ -490,7 +610,7 @@ pub(crate) fn for_each_hit(
 impl FloatBins {
     /// First guesses of the bins of a block of finite values (checked and
     /// corrected against the edges by the caller).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn guess_block<T: Lane>(&self, vals: &[T], out: &mut [u32]) {
         const MAGIC: f64 = 4_503_599_627_370_496.0; // 2^52
         let (origin, scale, _) = self.guess_params();
@@ -534,7 +654,8 @@ mod tests {
             f32::NEG_INFINITY,
             3.0,
         ];
-        let (sp, m) = block_f32(&vals);
+        let mut buf = [0u8; 64];
+        let (sp, m) = block_f32(f32_bytes(&vals, &mut buf), 0x0080_0000, scan_f32_groups);
         assert_eq!(
             (sp.nan, sp.pos_inf, sp.neg_inf, sp.zeros, sp.subnormals),
             (1, 1, 1, 2, 1)
@@ -544,7 +665,7 @@ mod tests {
         let f = m.figures().expect("values");
         let want = (1.0 - 2.0 + 3.0 + f64::from(1e-40f32)) / 6.0;
         assert!((f.mean - want).abs() < 1e-16);
-        let (sp, m) = block_f32(&[]);
+        let (sp, m) = block_f32(&[], 0x0080_0000, scan_f32_groups);
         assert_eq!((sp.min, m.count()), (f64::INFINITY, 0));
     }
 

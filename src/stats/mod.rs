@@ -30,6 +30,7 @@ mod ints;
 mod kernel;
 mod moments;
 mod refine;
+mod simd;
 
 use std::ops::Range;
 
@@ -395,6 +396,11 @@ pub fn stats_of(
             let mag = float::stats(&float::C64Abs(bytes), options, cancel, progress)?;
             (mag, Some(Box::new(re)), Some(Box::new(im)))
         }
+        Dtype::F16 | Dtype::BF16 if !options.full() => (
+            float::stats(&float::HalfView { bytes, dtype }, options, cancel, progress)?,
+            None,
+            None,
+        ),
         Dtype::I32 | Dtype::U32 | Dtype::I64 | Dtype::U64 => (
             ints::stats(dtype, bytes, options, cancel, progress)?,
             None,

@@ -13,7 +13,8 @@ use super::bins::{FloatBins, QUANTILES};
 use super::kernel::{
     BLOCK, Lane, Specials, block_f64, exponents_f32, exponents_f64, f32_bytes, prefixes_f32,
 };
-use super::simd::{block_f32, histogram_block};
+use super::kernel::Wide;
+use super::simd::{block_wide, histogram_block};
 use super::moments::Moments;
 use super::refine::{KeySource, Target, bins_of_quantiles, refine};
 use super::{
@@ -64,7 +65,8 @@ impl FloatLane for f32 {
         let mut sp = Specials::default();
         let mut m = Moments::default();
         for part in vals.chunks(BLOCK) {
-            let (s, pm) = block_f32(f32_bytes(part, &mut bytes), tiny_bits(smallest_normal));
+            let bytes = f32_bytes(part, &mut bytes);
+            let (s, pm) = block_wide(Wide::F32, bytes, tiny_bits(smallest_normal));
             sp.merge(&s);
             m.merge(&pm);
         }
@@ -170,10 +172,10 @@ pub(crate) trait View: Sync {
     fn decode(&self, first: u64, out: &mut [Self::T]) -> usize;
     /// Values below this (and not zero) are subnormal.
     fn smallest_normal(&self) -> f64;
-    /// The elements `range` as little-endian f32 bytes in place, when the
-    /// view is exactly that (F32 tensors): the f32 kernels then read the
-    /// mapped bytes without decoding them first.
-    fn raw_f32(&self, range: Range<u64>) -> Option<&[u8]> {
+    /// The elements `range` in place, and their format, when the view is
+    /// one of the [`Wide`] formats as stored (F32, F16, BF16 tensors): the
+    /// fused scan then reads the mapped bytes without decoding them first.
+    fn raw(&self, range: Range<u64>) -> Option<(Wide, &[u8])> {
         let _ = range;
         None
     }
@@ -196,10 +198,8 @@ impl View for F32View<'_> {
     fn smallest_normal(&self) -> f64 {
         smallest_normal(Dtype::F32).unwrap_or(0.0)
     }
-    fn raw_f32(&self, range: Range<u64>) -> Option<&[u8]> {
-        let start = usize::try_from(range.start.checked_mul(4)?).ok()?;
-        let end = usize::try_from(range.end.checked_mul(4)?).ok()?;
-        self.0.get(start..end)
+    fn raw(&self, range: Range<u64>) -> Option<(Wide, &[u8])> {
+        Some((Wide::F32, byte_range(self.0, range, 4)?))
     }
 }
 
@@ -227,6 +227,21 @@ impl View for HalfView<'_> {
     fn smallest_normal(&self) -> f64 {
         smallest_normal(self.dtype).unwrap_or(0.0)
     }
+    fn raw(&self, range: Range<u64>) -> Option<(Wide, &[u8])> {
+        let kind = if self.dtype == Dtype::F16 {
+            Wide::F16
+        } else {
+            Wide::BF16
+        };
+        Some((kind, byte_range(self.bytes, range, 2)?))
+    }
+}
+
+/// The bytes of elements `range` of `width` bytes each.
+fn byte_range(bytes: &[u8], range: Range<u64>, width: u64) -> Option<&[u8]> {
+    let start = usize::try_from(range.start.checked_mul(width)?).ok()?;
+    let end = usize::try_from(range.end.checked_mul(width)?).ok()?;
+    bytes.get(start..end)
 }
 
 /// The values of an F64 tensor.
@@ -441,15 +456,16 @@ pub(crate) fn stats<V: View>(
                 }
             ];
             let mut prefixes = vec![0u32; prefix_len];
-            if let Some(raw) = view.raw_f32(range.clone()) {
+            if let Some((kind, raw)) = view.raw(range.clone()) {
                 let tiny = tiny_bits(view.smallest_normal());
-                for block in raw.chunks(4 * BLOCK) {
-                    let (sp, m) = block_f32(block, tiny);
+                for block in raw.chunks(kind.width() * BLOCK) {
+                    let (sp, m) = block_wide(kind, block, tiny);
                     acc.specials.merge(&sp);
                     acc.moments.merge(&m);
-                    if by_prefix {
+                    // Only F32 views run pass 1 with histograms.
+                    if kind == Wide::F32 && by_prefix {
                         prefixes_f32(block, &mut prefixes);
-                    } else if full {
+                    } else if kind == Wide::F32 && full {
                         exponents_f32(block, &mut table);
                     }
                 }

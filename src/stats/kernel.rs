@@ -150,13 +150,15 @@ fn lane_sum(vals: &[f64], f: impl Fn(f64) -> f64) -> f64 {
 }
 
 /// What one fused pass over whole groups of eight f32 values gathers, lane
-/// by lane (lane `j` sees the values `8·i + j`). [`scan_f32_groups`] is the
+/// by lane (lane `j` sees the values `8·i + j`). [`scan_groups`] is the
 /// portable version; [`super::simd`] has an AVX2 one that gives the same
 /// bits.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct F32Lanes {
-    /// Smallest magnitude bits (`bits & 0x7fff_ffff`).
-    pub low: [u32; 8],
+    /// Values whose magnitude bits are below `tiny_bits` (zeros included).
+    pub tiny: [u32; 8],
+    /// ±0 values.
+    pub zero: [u32; 8],
     /// Smallest value (meaningless when NaN is present).
     pub min: [f32; 8],
     /// Largest value (likewise).
@@ -172,7 +174,8 @@ pub(crate) struct F32Lanes {
 impl F32Lanes {
     /// Nothing seen yet.
     pub const EMPTY: F32Lanes = F32Lanes {
-        low: [u32::MAX; 8],
+        tiny: [0; 8],
+        zero: [0; 8],
         min: [f32::INFINITY; 8],
         max: [f32::NEG_INFINITY; 8],
         sum: [0.0; 8],
@@ -184,9 +187,10 @@ impl F32Lanes {
     /// min/max instructions (`x < m ? x : m`), so that the vector version
     /// keeps the same zero among ±0.
     #[inline(always)]
-    fn add(&mut self, j: usize, x: f32, x0: f64) {
+    fn add(&mut self, j: usize, x: f32, tiny_bits: u32, x0: f64) {
         let a = x.to_bits() & 0x7fff_ffff;
-        self.low[j] = self.low[j].min(a);
+        self.tiny[j] += u32::from(a < tiny_bits);
+        self.zero[j] += u32::from(a == 0);
         self.min[j] = if x < self.min[j] { x } else { self.min[j] };
         self.max[j] = if x > self.max[j] { x } else { self.max[j] };
         let w = f64::from(x);
@@ -197,18 +201,51 @@ impl F32Lanes {
     }
 }
 
-/// Eight little-endian f32 values.
-pub(crate) type F32Group = [u8; 32];
+/// Little-endian element formats that widen exactly to f32, which the
+/// fused scan reads in place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wide {
+    /// f32 itself.
+    F32,
+    /// IEEE half precision.
+    F16,
+    /// bfloat16.
+    BF16,
+}
 
-/// A group scan: [`scan_f32_groups`] or a vector version of it.
-pub(crate) type F32Scan = fn(&[F32Group], f64) -> F32Lanes;
+impl Wide {
+    /// Bytes per element.
+    #[inline(always)]
+    pub fn width(self) -> usize {
+        match self {
+            Wide::F32 => 4,
+            Wide::F16 | Wide::BF16 => 2,
+        }
+    }
 
-/// The portable [`F32Lanes`] pass over whole groups of eight values.
-pub(crate) fn scan_f32_groups(groups: &[F32Group], x0: f64) -> F32Lanes {
+    /// The element at the start of `c` (which holds at least one).
+    #[inline(always)]
+    pub fn value(self, c: &[u8]) -> f32 {
+        let byte = |i: usize| c.get(i).copied().unwrap_or(0);
+        match self {
+            Wide::F32 => f32::from_le_bytes([byte(0), byte(1), byte(2), byte(3)]),
+            Wide::F16 => half::f16::from_bits(u16::from_le_bytes([byte(0), byte(1)])).to_f32(),
+            Wide::BF16 => f32::from_bits(u32::from(u16::from_le_bytes([byte(0), byte(1)])) << 16),
+        }
+    }
+}
+
+/// A group scan: [`scan_groups`] or a vector version of it. Takes whole
+/// groups of eight elements.
+pub(crate) type GroupScan = fn(Wide, &[u8], u32, f64) -> F32Lanes;
+
+/// The portable [`F32Lanes`] pass over whole groups of eight elements.
+pub(crate) fn scan_groups(kind: Wide, bytes: &[u8], tiny_bits: u32, x0: f64) -> F32Lanes {
+    let w = kind.width();
     let mut l = F32Lanes::EMPTY;
-    for g in groups {
-        for (j, c) in g.as_chunks::<4>().0.iter().enumerate() {
-            l.add(j, f32::from_le_bytes(*c), x0);
+    for g in bytes.chunks_exact(8 * w) {
+        for (j, c) in g.chunks_exact(w).enumerate() {
+            l.add(j, kind.value(c), tiny_bits, x0);
         }
     }
     l
@@ -227,45 +264,44 @@ fn lane_total(acc: [f64; 8]) -> f64 {
     (h[0] + h[2]) + (h[1] + h[3])
 }
 
-/// Summarises a block of little-endian f32 values (`bytes`, a whole number
-/// of values): specials, range and moments. Values whose magnitude bits are
-/// below `tiny_bits` count as subnormal (or zero): `0x0080_0000` for f32
-/// itself, more for values widened from F16.
+/// Summarises a block of elements (`bytes`, a whole number of `kind`
+/// elements): specials, range and moments. Values whose magnitude bits as
+/// f32 are below `tiny_bits` count as subnormal (or zero): `0x0080_0000`
+/// for f32 and BF16, those of 2^−14 for F16.
 ///
 /// One fused pass over the bytes (bits and f64 sums at once) by `scan`; the
 /// sums are thrown away when the block turns out to hold NaN or Inf. The
 /// bytes are read in place (a slice of the mapped file): no copy first, so
 /// that the loads from memory overlap the arithmetic.
-pub(crate) fn block_f32(bytes: &[u8], tiny_bits: u32, scan: F32Scan) -> (Specials, Moments) {
-    if bytes.len() > 4 * BLOCK {
-        return block_f32_split(bytes, tiny_bits, scan);
+pub(crate) fn block_wide(
+    kind: Wide,
+    bytes: &[u8],
+    tiny_bits: u32,
+    scan: GroupScan,
+) -> (Specials, Moments) {
+    let w = kind.width();
+    if bytes.len() > w * BLOCK {
+        return block_split(kind, bytes, tiny_bits, scan);
     }
-    let values = bytes.as_chunks::<4>().0;
-    let Some(&first) = values.first() else {
+    let n = bytes.len() / w;
+    let Some(first) = bytes.get(..w) else {
         return (Specials::default(), Moments::default());
     };
-    let x0 = f64::from(f32::from_le_bytes(first));
-    let (groups, rest) = bytes.as_chunks::<32>();
-    let mut l = scan(groups, x0);
-    for c in rest.as_chunks::<4>().0 {
-        l.add(0, f32::from_le_bytes(*c), x0);
+    let x0 = f64::from(kind.value(first));
+    let whole = n / 8 * 8 * w;
+    let (groups, rest) = bytes.split_at(whole);
+    let mut l = scan(kind, groups, tiny_bits, x0);
+    for c in rest.chunks_exact(w) {
+        l.add(0, kind.value(c), tiny_bits, x0);
     }
     let (sum, abs_sum, sum_d2) = (lane_total(l.sum), lane_total(l.abs), lane_total(l.sq));
-    // f32 values cannot overflow an f64 sum of a block: a sum that is not
-    // finite means a NaN or an infinity is in the block.
+    // Values that widen to f32 cannot overflow an f64 sum of a block: a
+    // sum that is not finite means a NaN or an infinity is in the block.
     if !sum.is_finite() {
-        return block_f32_split(bytes, tiny_bits, scan);
+        return block_split(kind, bytes, tiny_bits, scan);
     }
-    let low = l.low.iter().copied().min().unwrap_or(u32::MAX);
-    // Most blocks hold no zero and no tiny value: count them only then.
-    let (mut tiny, mut zero) = (0u32, 0u32);
-    if low < tiny_bits {
-        for c in values {
-            let a = u32::from_le_bytes(*c) & 0x7fff_ffff;
-            tiny += u32::from(a < tiny_bits);
-            zero += u32::from(a == 0);
-        }
-    }
+    let tiny: u32 = l.tiny.iter().sum();
+    let zero: u32 = l.zero.iter().sum();
     let pick = |lanes: [f32; 8], better: fn(f32, f32) -> bool| {
         lanes
             .into_iter()
@@ -279,7 +315,6 @@ pub(crate) fn block_f32(bytes: &[u8], tiny_bits: u32, scan: F32Scan) -> (Special
         max: f64::from(hi),
         ..Specials::default()
     };
-    let n = values.len();
     // Σ(x − x₀) = Σx − n·x₀: with f32 values in f64 lanes this carries only
     // a few roundings, far below what the variance needs (see moments.rs).
     let sum_d = sum - n as f64 * x0;
@@ -289,22 +324,25 @@ pub(crate) fn block_f32(bytes: &[u8], tiny_bits: u32, scan: F32Scan) -> (Special
     )
 }
 
-/// [`block_f32`] of more than a block, or of a block holding NaN or Inf:
+/// [`block_wide`] of more than a block, or of a block holding NaN or Inf:
 /// the specials are counted and the finite values summarised block-wise.
-fn block_f32_split(bytes: &[u8], tiny_bits: u32, scan: F32Scan) -> (Specials, Moments) {
+fn block_split(kind: Wide, bytes: &[u8], tiny_bits: u32, scan: GroupScan) -> (Specials, Moments) {
     let mut sp = Specials::default();
     let mut m = Moments::default();
     let mut vals = [0f32; BLOCK];
     let mut finite = [0f32; BLOCK];
     let mut again = [0u8; 4 * BLOCK];
-    for part in bytes.as_chunks::<4>().0.chunks(BLOCK) {
-        for (v, c) in vals.iter_mut().zip(part) {
-            *v = f32::from_le_bytes(*c);
+    let w = kind.width();
+    for part in bytes.chunks(w * BLOCK) {
+        let mut k = 0;
+        for (v, c) in vals.iter_mut().zip(part.chunks_exact(w)) {
+            *v = kind.value(c);
+            k += 1;
         }
-        let n = split_finite(vals.get(..part.len()).unwrap_or(&[]), &mut finite, &mut sp);
+        let n = split_finite(vals.get(..k).unwrap_or(&[]), &mut finite, &mut sp);
         let finite = finite.get(..n).unwrap_or(&[]);
         let s = f32_bytes(finite, &mut again);
-        let (s, pm) = block_f32(s, tiny_bits, scan);
+        let (s, pm) = block_wide(Wide::F32, s, tiny_bits, scan);
         sp.merge(&s);
         m.merge(&pm);
     }
@@ -655,7 +693,8 @@ mod tests {
             3.0,
         ];
         let mut buf = [0u8; 64];
-        let (sp, m) = block_f32(f32_bytes(&vals, &mut buf), 0x0080_0000, scan_f32_groups);
+        let bytes = f32_bytes(&vals, &mut buf);
+        let (sp, m) = block_wide(Wide::F32, bytes, 0x0080_0000, scan_groups);
         assert_eq!(
             (sp.nan, sp.pos_inf, sp.neg_inf, sp.zeros, sp.subnormals),
             (1, 1, 1, 2, 1)
@@ -665,7 +704,7 @@ mod tests {
         let f = m.figures().expect("values");
         let want = (1.0 - 2.0 + 3.0 + f64::from(1e-40f32)) / 6.0;
         assert!((f.mean - want).abs() < 1e-16);
-        let (sp, m) = block_f32(&[], 0x0080_0000, scan_f32_groups);
+        let (sp, m) = block_wide(Wide::F32, &[], 0x0080_0000, scan_groups);
         assert_eq!((sp.min, m.count()), (f64::INFINITY, 0));
     }
 

@@ -17,7 +17,7 @@
 #![allow(unsafe_code)]
 
 use super::bins::FloatBins;
-use super::kernel::{self, F32Group, F32Lanes, Lane, Specials};
+use super::kernel::{self, F32Lanes, Lane, Specials, Wide};
 use super::moments::Moments;
 
 /// Whether the AVX2 copies may run (the check is cached by the standard
@@ -28,20 +28,29 @@ fn avx2() -> bool {
     std::arch::is_x86_feature_detected!("avx2")
 }
 
-/// Specials, range and moments of a block of little-endian f32 values
-/// ([`kernel::block_f32`] with the fastest group scan this CPU has).
-pub(crate) fn block_f32(bytes: &[u8], tiny_bits: u32) -> (Specials, Moments) {
-    kernel::block_f32(bytes, tiny_bits, scan_f32_groups)
+/// Specials, range and moments of a block of elements
+/// ([`kernel::block_wide`] with the fastest group scan this CPU has).
+pub(crate) fn block_wide(kind: Wide, bytes: &[u8], tiny_bits: u32) -> (Specials, Moments) {
+    kernel::block_wide(kind, bytes, tiny_bits, scan_groups)
 }
 
-/// [`kernel::scan_f32_groups`], with AVX2 where the CPU has it.
-fn scan_f32_groups(groups: &[F32Group], x0: f64) -> F32Lanes {
+/// [`kernel::scan_groups`], with AVX2 (and F16C for F16) where the CPU has
+/// them.
+fn scan_groups(kind: Wide, bytes: &[u8], tiny_bits: u32, x0: f64) -> F32Lanes {
     #[cfg(target_arch = "x86_64")]
     if avx2() {
-        // SAFETY: the CPU has AVX2, checked just above.
-        return unsafe { x86::scan_f32_groups(groups, x0) };
+        match kind {
+            // SAFETY (all three): the CPU has AVX2, checked just above.
+            Wide::F32 => return unsafe { x86::scan_f32(bytes, tiny_bits, x0) },
+            Wide::BF16 => return unsafe { x86::scan_bf16(bytes, tiny_bits, x0) },
+            Wide::F16 if std::arch::is_x86_feature_detected!("f16c") => {
+                // SAFETY: and F16C, checked on the line above.
+                return unsafe { x86::scan_f16(bytes, tiny_bits, x0) };
+            }
+            Wide::F16 => {}
+        }
     }
-    kernel::scan_f32_groups(groups, x0)
+    kernel::scan_groups(kind, bytes, tiny_bits, x0)
 }
 
 /// Adds a block to a linear histogram ([`kernel::histogram_block`]).
@@ -64,7 +73,7 @@ pub(crate) fn histogram_block<T: Lane>(vals: &[T], bins: &FloatBins, tables: &mu
 mod x86 {
     use std::arch::x86_64::*;
 
-    use super::{F32Group, F32Lanes};
+    use super::F32Lanes;
 
     /// An AVX2 register of u32 lanes as an array.
     fn epu32(v: __m256i) -> [u32; 8] {
@@ -80,50 +89,128 @@ mod x86 {
     }
 
     /// Two AVX2 registers of f64 lanes (lanes 0–3, then 4–7) as an array.
-    fn pd(lo: __m256d, hi: __m256d) -> [f64; 8] {
+    fn pd(v: [__m256d; 2]) -> [f64; 8] {
         // SAFETY: as in `epu32`: 2 × 32 bytes of f64 into [f64; 8].
-        unsafe { std::mem::transmute([lo, hi]) }
+        unsafe { std::mem::transmute(v) }
     }
 
-    /// [`super::kernel::scan_f32_groups`] in AVX2: the same operations on
-    /// the same lanes, eight values per step.
+    /// The running lanes of the AVX2 scan: the operations of
+    /// `F32Lanes::add`, eight lanes at a time.
+    struct Acc {
+        magnitude: __m256i,
+        tiny_bits: __m256i,
+        abs_mask: __m256d,
+        x0: __m256d,
+        tiny: __m256i,
+        zero: __m256i,
+        min: __m256,
+        max: __m256,
+        sum: [__m256d; 2],
+        abs: [__m256d; 2],
+        sq: [__m256d; 2],
+    }
+
+    impl Acc {
+        #[target_feature(enable = "avx2")]
+        #[inline]
+        fn new(tiny_bits: u32, x0: f64) -> Acc {
+            Acc {
+                magnitude: _mm256_set1_epi32(0x7fff_ffff),
+                // Magnitude bits and `tiny_bits` are both below 2^31, so
+                // the signed comparison is the unsigned one.
+                tiny_bits: _mm256_set1_epi32(tiny_bits.min(0x7fff_ffff) as i32),
+                abs_mask: _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fff_ffff_ffff_ffff)),
+                x0: _mm256_set1_pd(x0),
+                tiny: _mm256_setzero_si256(),
+                zero: _mm256_setzero_si256(),
+                min: _mm256_set1_ps(f32::INFINITY),
+                max: _mm256_set1_ps(f32::NEG_INFINITY),
+                sum: [_mm256_setzero_pd(); 2],
+                abs: [_mm256_setzero_pd(); 2],
+                sq: [_mm256_setzero_pd(); 2],
+            }
+        }
+
+        /// Adds eight values: lanes 0–3 to the first f64 registers, 4–7 to
+        /// the second.
+        #[target_feature(enable = "avx2")]
+        #[inline]
+        fn add(&mut self, v: __m256) {
+            let a = _mm256_and_si256(_mm256_castps_si256(v), self.magnitude);
+            // Comparisons give −1 where true.
+            self.tiny = _mm256_sub_epi32(self.tiny, _mm256_cmpgt_epi32(self.tiny_bits, a));
+            let is_zero = _mm256_cmpeq_epi32(a, _mm256_setzero_si256());
+            self.zero = _mm256_sub_epi32(self.zero, is_zero);
+            // `x < m ? x : m`, as the scalar lanes select.
+            self.min = _mm256_min_ps(v, self.min);
+            self.max = _mm256_max_ps(v, self.max);
+            let halves = [
+                _mm256_cvtps_pd(_mm256_castps256_ps128(v)),
+                _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(v)),
+            ];
+            for (i, w) in halves.into_iter().enumerate() {
+                self.sum[i] = _mm256_add_pd(self.sum[i], w);
+                self.abs[i] = _mm256_add_pd(self.abs[i], _mm256_and_pd(w, self.abs_mask));
+                let d = _mm256_sub_pd(w, self.x0);
+                self.sq[i] = _mm256_add_pd(self.sq[i], _mm256_mul_pd(d, d));
+            }
+        }
+
+        fn lanes(&self) -> F32Lanes {
+            F32Lanes {
+                tiny: epu32(self.tiny),
+                zero: epu32(self.zero),
+                min: ps(self.min),
+                max: ps(self.max),
+                sum: pd(self.sum),
+                abs: pd(self.abs),
+                sq: pd(self.sq),
+            }
+        }
+    }
+
+    /// [`super::kernel::scan_groups`] of F32 in AVX2.
     #[target_feature(enable = "avx2")]
-    pub(super) fn scan_f32_groups(groups: &[F32Group], x0: f64) -> F32Lanes {
-        let magnitude = _mm256_set1_epi32(0x7fff_ffff);
-        let abs_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fff_ffff_ffff_ffff));
-        let x0v = _mm256_set1_pd(x0);
-        let mut low = _mm256_set1_epi32(-1);
-        let mut min = _mm256_set1_ps(f32::INFINITY);
-        let mut max = _mm256_set1_ps(f32::NEG_INFINITY);
-        let [mut s0, mut s1, mut a0, mut a1, mut q0, mut q1] = [_mm256_setzero_pd(); 6];
-        for g in groups {
+    pub(super) fn scan_f32(bytes: &[u8], tiny_bits: u32, x0: f64) -> F32Lanes {
+        let mut acc = Acc::new(tiny_bits, x0);
+        for g in bytes.as_chunks::<32>().0 {
             // SAFETY: `g` is 32 readable bytes; the load has no alignment
             // requirement.
-            let v = unsafe { _mm256_loadu_ps(g.as_ptr().cast::<f32>()) };
-            let a = _mm256_and_si256(_mm256_castps_si256(v), magnitude);
-            low = _mm256_min_epu32(low, a);
-            // `x < m ? x : m`, as the scalar lanes select.
-            min = _mm256_min_ps(v, min);
-            max = _mm256_max_ps(v, max);
-            let w0 = _mm256_cvtps_pd(_mm256_castps256_ps128(v));
-            let w1 = _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(v));
-            s0 = _mm256_add_pd(s0, w0);
-            s1 = _mm256_add_pd(s1, w1);
-            a0 = _mm256_add_pd(a0, _mm256_and_pd(w0, abs_mask));
-            a1 = _mm256_add_pd(a1, _mm256_and_pd(w1, abs_mask));
-            let d0 = _mm256_sub_pd(w0, x0v);
-            let d1 = _mm256_sub_pd(w1, x0v);
-            q0 = _mm256_add_pd(q0, _mm256_mul_pd(d0, d0));
-            q1 = _mm256_add_pd(q1, _mm256_mul_pd(d1, d1));
+            acc.add(unsafe { _mm256_loadu_ps(g.as_ptr().cast::<f32>()) });
         }
-        F32Lanes {
-            low: epu32(low),
-            min: ps(min),
-            max: ps(max),
-            sum: pd(s0, s1),
-            abs: pd(a0, a1),
-            sq: pd(q0, q1),
+        acc.lanes()
+    }
+
+    /// Eight 16-bit elements.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn load_u16x8(g: &[u8; 16]) -> __m128i {
+        // SAFETY: `g` is 16 readable bytes; the load has no alignment
+        // requirement.
+        unsafe { _mm_loadu_si128(g.as_ptr().cast::<__m128i>()) }
+    }
+
+    /// [`super::kernel::scan_groups`] of F16 in AVX2, widened by F16C's
+    /// exact conversion.
+    #[target_feature(enable = "avx2,f16c")]
+    pub(super) fn scan_f16(bytes: &[u8], tiny_bits: u32, x0: f64) -> F32Lanes {
+        let mut acc = Acc::new(tiny_bits, x0);
+        for g in bytes.as_chunks::<16>().0 {
+            acc.add(_mm256_cvtph_ps(load_u16x8(g)));
         }
+        acc.lanes()
+    }
+
+    /// [`super::kernel::scan_groups`] of BF16 in AVX2 (a BF16 value is the
+    /// top half of an f32).
+    #[target_feature(enable = "avx2")]
+    pub(super) fn scan_bf16(bytes: &[u8], tiny_bits: u32, x0: f64) -> F32Lanes {
+        let mut acc = Acc::new(tiny_bits, x0);
+        for g in bytes.as_chunks::<16>().0 {
+            let wide = _mm256_cvtepu16_epi32(load_u16x8(g));
+            acc.add(_mm256_castsi256_ps(_mm256_slli_epi32::<16>(wide)));
+        }
+        acc.lanes()
     }
 }
 
@@ -159,22 +246,51 @@ mod tests {
             .collect()
     }
 
+    /// The bytes of `vals` in a format: f32 as is, F16 and BF16 rounded
+    /// (random 16-bit codes where `raw`, NaN and Inf among them).
+    fn encode(kind: Wide, vals: &[f32], raw: bool) -> Vec<u8> {
+        vals.iter()
+            .enumerate()
+            .flat_map(|(i, &x)| match kind {
+                Wide::F32 => x.to_le_bytes().to_vec(),
+                _ if raw => ((x.to_bits() ^ (i as u32).wrapping_mul(0x9e37_79b9)) as u16)
+                    .to_le_bytes()
+                    .to_vec(),
+                Wide::F16 => half::f16::from_f32(x).to_le_bytes().to_vec(),
+                Wide::BF16 => half::bf16::from_f32(x).to_le_bytes().to_vec(),
+            })
+            .collect()
+    }
+
     #[test]
     fn both_copies_agree_bit_for_bit() {
-        for (seed, n, specials) in [(1, BLOCK, false), (2, 1000, true), (3, 3 * BLOCK + 5, true)] {
+        let cases = [
+            (1, BLOCK, false),
+            (2, 1000, true),
+            (3, 3 * BLOCK + 5, true),
+            (4, 13, false),
+        ];
+        for (seed, n, specials) in cases {
             let vals = values(seed, n, specials);
-            let bytes: Vec<u8> = vals.iter().flat_map(|x| x.to_le_bytes()).collect();
-            for tiny_bits in [0x0080_0000, 0x3880_0000] {
-                let (sp_a, m_a) = block_f32(&bytes, tiny_bits);
-                let (sp_b, m_b) = kernel::block_f32(&bytes, tiny_bits, kernel::scan_f32_groups);
-                assert_eq!(sp_a, sp_b);
-                assert_eq!(format!("{m_a:?}"), format!("{m_b:?}"));
+            for kind in [Wide::F32, Wide::F16, Wide::BF16] {
+                for raw in [false, true] {
+                    let bytes = encode(kind, &vals, raw);
+                    for tiny_bits in [0x0080_0000, 0x3880_0000] {
+                        let (sp_a, m_a) = block_wide(kind, &bytes, tiny_bits);
+                        let (sp_b, m_b) =
+                            kernel::block_wide(kind, &bytes, tiny_bits, kernel::scan_groups);
+                        assert_eq!(sp_a, sp_b, "{kind:?} {seed}");
+                        assert_eq!(format!("{m_a:?}"), format!("{m_b:?}"));
+                    }
+                    let whole = bytes.len() / (8 * kind.width()) * 8 * kind.width();
+                    let groups = bytes.get(..whole.min(8 * kind.width() * 256)).unwrap_or(&[]);
+                    assert_eq!(
+                        format!("{:?}", scan_groups(kind, groups, 0x0080_0000, 0.25)),
+                        format!("{:?}", kernel::scan_groups(kind, groups, 0x0080_0000, 0.25)),
+                        "{kind:?} {seed}"
+                    );
+                }
             }
-            let groups = bytes.as_chunks::<32>().0;
-            assert_eq!(
-                format!("{:?}", scan_f32_groups(groups, 0.25)),
-                format!("{:?}", kernel::scan_f32_groups(groups, 0.25))
-            );
             let bins = FloatBins::new(-2.0, 3.0, 256);
             let mut a = vec![0u32; 4 * 256];
             let mut b = vec![0u32; 4 * 256];

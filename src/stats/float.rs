@@ -10,13 +10,13 @@
 use std::ops::Range;
 
 use super::bins::{FloatBins, QUANTILES};
+use super::kernel::Wide;
 use super::kernel::{
     BLOCK, Lane, Specials, block_f64, exponents_f32, exponents_f64, f32_bytes, prefixes_f32,
 };
-use super::kernel::Wide;
-use super::simd::{block_wide, histogram_block};
 use super::moments::Moments;
 use super::refine::{KeySource, Target, bins_of_quantiles, refine};
+use super::simd::{block_wide, histogram_block, histogram_f32};
 use super::{
     CHUNK_BYTES, Histogram, QuantileMode, Quantiles, Scalar, StatsOptions, ValueStats,
     empty_histogram, finite, log2_histogram, par_chunks, smallest_normal,
@@ -580,6 +580,7 @@ pub(crate) fn stats<V: View>(
         }
     }
     let bins = FloatBins::new(sp.min, sp.max, options.bins());
+    let f32_guess = bins.f32_guess();
     let len = bins.len();
     let slots = gather.len();
     let (counts, mut members) = par_chunks(
@@ -589,17 +590,29 @@ pub(crate) fn stats<V: View>(
         || (vec![0u64; len], vec![Vec::<u16>::new(); slots]),
         |(acc, members), range| {
             let bytes = (range.end - range.start) * view.element_bytes();
-            let mut tables = vec![0u32; 4 * len];
-            for_each_block(view, range, |vals| {
-                histogram_block(vals, &bins, &mut tables);
-                if slots > 0 {
-                    gather_members(vals, &slot_of, members);
+            if let (Some((Wide::F32, raw)), Some(guess)) = (view.raw(range.clone()), f32_guess) {
+                {
+                    // Four tables of len + 1 counters (the last is scratch).
+                    let mut tables = vec![0u32; 4 * (len + 1)];
+                    let mut vals = [0f32; BLOCK];
+                    for block in raw.chunks(4 * BLOCK) {
+                        histogram_f32(block, &bins, &guess, &mut tables);
+                        if slots > 0 {
+                            let vals = decode_le_f32(block, &mut vals);
+                            gather_members(vals, &slot_of, members);
+                        }
+                    }
+                    fold_tables(&tables, len + 1, acc);
                 }
-            });
-            for t in tables.chunks(len.max(1)) {
-                for (x, &c) in acc.iter_mut().zip(t) {
-                    *x += u64::from(c);
-                }
+            } else {
+                let mut tables = vec![0u32; 4 * len];
+                for_each_block(view, range, |vals| {
+                    histogram_block(vals, &bins, &mut tables);
+                    if slots > 0 {
+                        gather_members(vals, &slot_of, members);
+                    }
+                });
+                fold_tables(&tables, len, acc);
             }
             progress.add(bytes);
         },
@@ -715,6 +728,25 @@ fn count_prefixes<T: FloatLane>(vals: &[T], table: &mut [u32]) {
             *c += 1;
         }
     }
+}
+
+/// Adds the first `acc.len()` counters of each table of `stride` counters.
+fn fold_tables(tables: &[u32], stride: usize, acc: &mut [u64]) {
+    for t in tables.chunks(stride.max(1)) {
+        for (x, &c) in acc.iter_mut().zip(t) {
+            *x += u64::from(c);
+        }
+    }
+}
+
+/// Little-endian f32 bytes as values in `out`; returns the values.
+fn decode_le_f32<'a>(bytes: &[u8], out: &'a mut [f32]) -> &'a [f32] {
+    let mut n = 0;
+    for (o, c) in out.iter_mut().zip(bytes.as_chunks::<4>().0) {
+        *o = f32::from_le_bytes(*c);
+        n += 1;
+    }
+    out.get(..n).unwrap_or(&[])
 }
 
 /// Appends the low 16 key bits of each value whose prefix has a slot.

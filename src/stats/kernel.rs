@@ -186,17 +186,17 @@ impl F32Lanes {
     /// Adds one value to lane `j`. The selects are those of the x86
     /// min/max instructions (`x < m ? x : m`), so that the vector version
     /// keeps the same zero among ±0.
-    #[inline(always)]
+    #[inline]
     fn add(&mut self, j: usize, x: f32, tiny_bits: u32, x0: f64) {
-        let a = x.to_bits() & 0x7fff_ffff;
-        self.tiny[j] += u32::from(a < tiny_bits);
-        self.zero[j] += u32::from(a == 0);
+        let magnitude = x.to_bits() & 0x7fff_ffff;
+        self.tiny[j] += u32::from(magnitude < tiny_bits);
+        self.zero[j] += u32::from(magnitude == 0);
         self.min[j] = if x < self.min[j] { x } else { self.min[j] };
         self.max[j] = if x > self.max[j] { x } else { self.max[j] };
-        let w = f64::from(x);
-        self.sum[j] += w;
-        self.abs[j] += w.abs();
-        let d = w - x0;
+        let wide = f64::from(x);
+        self.sum[j] += wide;
+        self.abs[j] += wide.abs();
+        let d = wide - x0;
         self.sq[j] += d * d;
     }
 }
@@ -215,7 +215,7 @@ pub(crate) enum Wide {
 
 impl Wide {
     /// Bytes per element.
-    #[inline(always)]
+    #[inline]
     pub fn width(self) -> usize {
         match self {
             Wide::F32 => 4,
@@ -224,7 +224,7 @@ impl Wide {
     }
 
     /// The element at the start of `c` (which holds at least one).
-    #[inline(always)]
+    #[inline]
     pub fn value(self, c: &[u8]) -> f32 {
         let byte = |i: usize| c.get(i).copied().unwrap_or(0);
         match self {
@@ -253,7 +253,7 @@ pub(crate) fn scan_groups(kind: Wide, bytes: &[u8], tiny_bits: u32, x0: f64) -> 
 
 /// The sum of eight lanes in the order the AVX2 pass uses: the two halves
 /// first, then pairwise.
-#[inline(always)]
+#[inline]
 fn lane_total(acc: [f64; 8]) -> f64 {
     let h = [
         acc[0] + acc[4],
@@ -327,26 +327,26 @@ pub(crate) fn block_wide(
 /// [`block_wide`] of more than a block, or of a block holding NaN or Inf:
 /// the specials are counted and the finite values summarised block-wise.
 fn block_split(kind: Wide, bytes: &[u8], tiny_bits: u32, scan: GroupScan) -> (Specials, Moments) {
-    let mut sp = Specials::default();
-    let mut m = Moments::default();
+    let mut specials = Specials::default();
+    let mut moments = Moments::default();
     let mut vals = [0f32; BLOCK];
     let mut finite = [0f32; BLOCK];
     let mut again = [0u8; 4 * BLOCK];
-    let w = kind.width();
-    for part in bytes.chunks(w * BLOCK) {
-        let mut k = 0;
-        for (v, c) in vals.iter_mut().zip(part.chunks_exact(w)) {
+    let width = kind.width();
+    for part in bytes.chunks(width * BLOCK) {
+        let mut count = 0;
+        for (v, c) in vals.iter_mut().zip(part.chunks_exact(width)) {
             *v = kind.value(c);
-            k += 1;
+            count += 1;
         }
-        let n = split_finite(vals.get(..k).unwrap_or(&[]), &mut finite, &mut sp);
-        let finite = finite.get(..n).unwrap_or(&[]);
-        let s = f32_bytes(finite, &mut again);
-        let (s, pm) = block_wide(Wide::F32, s, tiny_bits, scan);
-        sp.merge(&s);
-        m.merge(&pm);
+        let kept = split_finite(vals.get(..count).unwrap_or(&[]), &mut finite, &mut specials);
+        let finite = finite.get(..kept).unwrap_or(&[]);
+        let (part_specials, part_moments) =
+            block_wide(Wide::F32, f32_bytes(finite, &mut again), tiny_bits, scan);
+        specials.merge(&part_specials);
+        moments.merge(&part_moments);
     }
-    (sp, m)
+    (specials, moments)
 }
 
 /// Writes f32 values as little-endian bytes into `out` (at least four bytes
@@ -507,6 +507,9 @@ pub(crate) fn exponents_f64(vals: &[f64], table: &mut [u32]) {
 /// Adds the finite values of a block to a linear histogram kept as four
 /// tables of `bins.len()` counters each, one after the other
 /// (`tables.len()` must be `4 · bins.len()`).
+// Inlined into the AVX2 copy of [`super::simd`], which compiles it
+// once more for that target.
+#[allow(clippy::inline_always)]
 #[inline(always)]
 pub(crate) fn histogram_block<T: Lane>(vals: &[T], bins: &FloatBins, tables: &mut [u32]) {
     let mut all_finite = true;
@@ -579,6 +582,128 @@ fn histogram_split<T: Lane>(vals: &[T], bins: &FloatBins, tables: &mut [u32]) {
     }
 }
 
+/// The first guess of the bin of an f32 value worked in f32 arithmetic,
+/// eight lanes to an AVX2 register: `⌊(x − origin) · scale⌋`, taken when its
+/// fraction is `margin` away from a whole number, checked otherwise.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct F32Guess {
+    origin: f32,
+    scale: f32,
+    /// Number of bins, as f32: the guess of the maximum itself.
+    count: f32,
+    margin: f32,
+}
+
+impl FloatBins {
+    /// The f32 guess for these bins, when it can be trusted: `origin` (the
+    /// minimum) is an f32 value, `x − origin` cannot overflow f32, the scale
+    /// is a normal f32, and the bins are few enough that the guess's three
+    /// roundings (at most `n · 3 · 2^−24` bins) stay well inside the margin.
+    pub(crate) fn f32_guess(&self) -> Option<F32Guess> {
+        let (origin, scale, halve) = self.guess_params();
+        let n = self.len();
+        let max = self.edges().last().copied()?;
+        let origin32 = origin as f32;
+        let scale32 = scale as f32;
+        let ok = self.fast()
+            && !halve
+            && n <= 1 << 16
+            && f64::from(origin32) == origin
+            && max - origin < f64::from(f32::MAX) / 2.0
+            && scale32.is_normal();
+        ok.then(|| F32Guess {
+            origin: origin32,
+            scale: scale32,
+            count: n as f32,
+            margin: (SURE_MARGIN + n as f64 * (1.0 / (1u64 << 22) as f64)) as f32,
+        })
+    }
+}
+
+/// Adds a block of little-endian f32 values (`bytes`, at most [`BLOCK`] of
+/// them) to a linear histogram kept as four tables of `bins.len() + 1`
+/// counters, one after the other (`tables.len()` must be
+/// `4 · (bins.len() + 1)`; the last counter of each table is scratch). NaN
+/// and ±Inf are skipped. Reads the bytes in place; `guess` comes from
+/// [`FloatBins::f32_guess`].
+///
+/// Guesses that are not sure count in the scratch counter, and are then
+/// binned exactly.
+// Inlined into the AVX2 copy of [`super::simd`], which compiles it
+// once more for that target.
+#[allow(clippy::inline_always)]
+#[inline(always)]
+pub(crate) fn histogram_f32(bytes: &[u8], bins: &FloatBins, guess: &F32Guess, tables: &mut [u32]) {
+    // ⌊g⌋ by the 2^23 trick, with no float-to-int conversion (whose
+    // saturating semantics do not vectorise): for 0 ≤ g < 2^22, g + 2^23
+    // rounds to round(g) + 2^23, whose low bits hold round(g). NaN and
+    // ±Inf give a NaN fraction: never sure.
+    const MAGIC: f32 = 8_388_608.0;
+    let len = bins.len();
+    let scratch = len as u32;
+    let values = bytes.as_chunks::<4>().0;
+    let values = values.get(..BLOCK).unwrap_or(values);
+    let mut slots = [0u32; BLOCK];
+    let mut unsure = 0u32;
+    for (o, c) in slots.iter_mut().zip(values) {
+        let x = f32::from_le_bytes(*c);
+        let g = (x - guess.origin) * guess.scale;
+        let r = g + MAGIC;
+        let nearest = r - MAGIC;
+        let above = nearest > g;
+        let floor = if above { nearest - 1.0 } else { nearest };
+        let frac = g - floor;
+        let sure = frac > guess.margin && frac < 1.0 - guess.margin && g >= 0.0 && g < guess.count;
+        let i = r
+            .to_bits()
+            .wrapping_sub(MAGIC.to_bits())
+            .wrapping_sub(u32::from(above));
+        *o = if sure { i } else { scratch };
+        unsure += u32::from(!sure);
+    }
+    let stride = len + 1;
+    let Some((t0, rest)) = tables.split_at_mut_checked(stride) else {
+        return;
+    };
+    let Some((t1, rest)) = rest.split_at_mut_checked(stride) else {
+        return;
+    };
+    let Some((t2, t3)) = rest.split_at_mut_checked(stride) else {
+        return;
+    };
+    let slots = slots.get(..values.len()).unwrap_or(&[]);
+    let bump = |t: &mut [u32], i: u32| {
+        if let Some(c) = t.get_mut(i as usize) {
+            *c += 1;
+        }
+    };
+    // A value that is not sure is binned exactly where it is met: a rare,
+    // well-predicted branch.
+    let exact = |t: &mut [u32], g: u32, c: &[u8; 4]| {
+        let x = f32::from_le_bytes(*c);
+        if g == scratch && x.is_finite() {
+            bump(t, bins.bin_of(f64::from(x)) as u32);
+        }
+    };
+    let (groups, rest) = slots.as_chunks::<4>();
+    let (xs, x_rest) = values.as_chunks::<4>();
+    for (g, x) in groups.iter().zip(xs) {
+        bump(t0, g[0]);
+        bump(t1, g[1]);
+        bump(t2, g[2]);
+        bump(t3, g[3]);
+        if unsure > 0 && g.contains(&scratch) {
+            for j in 0..4 {
+                exact(t0, g[j], &x[j]);
+            }
+        }
+    }
+    for (&g, x) in rest.iter().zip(x_rest) {
+        bump(t0, g);
+        exact(t0, g, x);
+    }
+}
+
 /// A guess that must be checked against the edges.
 pub(crate) const UNSURE: u32 = u32::MAX;
 
@@ -648,6 +773,9 @@ pub(crate) fn for_each_hit(
 impl FloatBins {
     /// First guesses of the bins of a block of finite values (checked and
     /// corrected against the edges by the caller).
+    // Inlined into the AVX2 copy of [`super::simd`], which compiles it
+    // once more for that target.
+    #[allow(clippy::inline_always)]
     #[inline(always)]
     pub(crate) fn guess_block<T: Lane>(&self, vals: &[T], out: &mut [u32]) {
         const MAGIC: f64 = 4_503_599_627_370_496.0; // 2^52
@@ -768,6 +896,55 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    #[test]
+    fn f32_histograms_match_the_edges() {
+        let mut state = 0x0123_4567_89ab_cdefu64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 11) as f64 / (1u64 << 53) as f64
+        };
+        for (min, max, n) in [
+            (-1.0f32, 1.0f32, 256),
+            (0.0, 448.0, 7),
+            (1000.0, 1000.001, 256),
+            (-0.02, 0.5, 1 << 16),
+            (-3.0e38, 3.0e38, 256),
+            (1e-40, 1e-38, 256),
+        ] {
+            let bins = FloatBins::new(f64::from(min), f64::from(max), n);
+            let Some(guess) = bins.f32_guess() else {
+                continue;
+            };
+            let mut vals: Vec<f32> = (0..6000)
+                .map(|_| (f64::from(min) + f64::from(max - min) * next()) as f32)
+                .map(|x| x.clamp(min, max))
+                .collect();
+            for &e in bins.edges() {
+                let e = e as f32;
+                vals.extend([e, e.next_up(), e.next_down()].map(|x| x.clamp(min, max)));
+            }
+            vals.extend([f32::NAN, f32::INFINITY, min, max]);
+            let mut want = vec![0u32; bins.len()];
+            for &x in &vals {
+                if x.is_finite() {
+                    want[bins.bin_of(f64::from(x))] += 1;
+                }
+            }
+            let stride = bins.len() + 1;
+            let mut tables = vec![0u32; 4 * stride];
+            let bytes: Vec<u8> = vals.iter().flat_map(|x| x.to_le_bytes()).collect();
+            for part in bytes.chunks(4 * BLOCK) {
+                histogram_f32(part, &bins, &guess, &mut tables);
+            }
+            let got: Vec<u32> = (0..bins.len())
+                .map(|i| (0..4).map(|t| tables[t * stride + i]).sum())
+                .collect();
+            assert_eq!(got, want, "{min} {max} {n}");
         }
     }
 

@@ -218,6 +218,12 @@ fn scalar_f64(s: Option<Scalar>) -> Option<f64> {
 
 /// Checks every figure of `v` against `r`.
 fn check(what: &str, vs: &ValueStats, rf: &Reference, bins: usize, exact_quantiles: bool) {
+    check_moments(what, vs, rf);
+    check_distribution(what, vs, rf, bins, exact_quantiles, !rf.ints.is_empty());
+}
+
+/// Counts, range and moments of `v` against `r`.
+fn check_moments(what: &str, vs: &ValueStats, rf: &Reference) {
     assert_eq!(
         (
             vs.count,
@@ -262,6 +268,17 @@ fn check(what: &str, vs: &ValueStats, rf: &Reference, bins: usize, exact_quantil
         rf.l2,
         1e-12 * rf.l2.abs() + 1e-300,
     );
+}
+
+/// The quantiles and histograms of `v` against `r`.
+fn check_distribution(
+    what: &str,
+    vs: &ValueStats,
+    rf: &Reference,
+    bins: usize,
+    exact_quantiles: bool,
+    integer: bool,
+) {
     // Quantiles: the value at rank ⌈quantiles·n⌉.
     let quantiles = vs.quantiles.expect("quantiles");
     for (i, (name, permille)) in QUANTILES.iter().enumerate() {
@@ -774,6 +791,76 @@ fn moments_only_skips_histograms() {
     let s = stats_of(Dtype::BF16, &[2], vec![0x80, 0x3f, 0, 0x40], &options);
     assert_eq!(s.values.mean, Some(1.5));
     assert!(s.values.log2_histogram.is_none());
+}
+
+/// Statistics without histograms take the fused scan for F32, F16 and BF16
+/// (with its vector copy on CPUs that have one): the same counts, range and
+/// moments as the reference, with NaN, infinities, zeros and subnormals
+/// spread over several blocks, and in blocks of their own.
+#[test]
+fn moments_only_scans_match_the_reference() {
+    let mut rng = Rng(21);
+    let n = 3 * 2048 + 13;
+    let mut values: Vec<f64> = (0..n)
+        .map(|i| match rng.next_u64() % 97 {
+            0 => f64::NAN,
+            1 => f64::INFINITY,
+            2 => f64::NEG_INFINITY,
+            3 => 0.0,
+            4 => -0.0,
+            5 => 3e-39 * (i % 7) as f64,
+            6 => 3e-6 * rng.normal(),
+            _ => rng.normal() * 0.05 + 0.01,
+        })
+        .collect();
+    // A block with no special value at all, and one of NaN only.
+    values.extend((0..2048).map(|i| 1.0 + f64::from(i) / 4096.0));
+    values.extend((0..2048).map(|_| f64::NAN));
+    let options = StatsOptions {
+        detail: Detail::MomentsOnly,
+        ..full()
+    };
+    let len = values.len();
+    let encodings: [(Dtype, Vec<u8>); 3] = [
+        (Dtype::F32, f32_bytes(values.iter().map(|&x| x as f32))),
+        (
+            Dtype::F16,
+            values
+                .iter()
+                .flat_map(|&x| half::f16::from_f64(x).to_le_bytes())
+                .collect(),
+        ),
+        (
+            Dtype::BF16,
+            values
+                .iter()
+                .flat_map(|&x| half::bf16::from_f64(x).to_le_bytes())
+                .collect(),
+        ),
+    ];
+    for (dtype, data) in encodings {
+        let r = reference_of(dtype, &data, BitOrder::LsbFirst);
+        let s = stats_of(dtype, &[len], data.clone(), &options);
+        check_moments(&format!("{dtype} moments only"), &s.values, &r);
+        assert!(s.values.histogram.is_none());
+        // The full path agrees on every count and on the range.
+        let f = stats_of(dtype, &[len], data, &full());
+        assert_eq!(
+            (
+                s.values.zeros,
+                s.values.subnormals,
+                s.values.min,
+                s.values.max
+            ),
+            (
+                f.values.zeros,
+                f.values.subnormals,
+                f.values.min,
+                f.values.max
+            ),
+            "{dtype}"
+        );
+    }
 }
 
 #[test]

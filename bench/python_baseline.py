@@ -12,7 +12,11 @@ numpy is required (`pip install numpy ml_dtypes safetensors`); the
 safetensors package loads F32 and F16 where it supports them, and the
 header is parsed here for the dtypes it does not (BF16 and the F8/F4
 formats, through ml_dtypes). torch is optional: when it imports, the same
-scan runs with it too (float32 math, as users write it). The examples'
+scan runs with it too (float32 math, as users write it). `pip install torch`
+takes about 5 GB with the CUDA libraries its Linux wheel pulls (only the CPU
+is used); into a side folder it is
+`pip install --target /tmp/torchenv torch`, then run with
+`PYTHONPATH=/tmp/torchenv`. The examples'
 `bench_stats` runs this script on its own files and prints the ratios.
 
 Prints seconds per framework (and the peak resident memory), or with

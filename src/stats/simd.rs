@@ -93,8 +93,8 @@ mod x86 {
         _mm256_and_si256, _mm256_castps_si256, _mm256_castps256_ps128, _mm256_castsi256_pd,
         _mm256_castsi256_ps, _mm256_cmpeq_epi32, _mm256_cmpgt_epi32, _mm256_cvtepu16_epi32,
         _mm256_cvtph_ps, _mm256_cvtps_pd, _mm256_extractf128_ps, _mm256_loadu_ps, _mm256_max_ps,
-        _mm256_min_ps, _mm256_mul_pd, _mm256_set1_epi32, _mm256_set1_epi64x, _mm256_set1_pd,
-        _mm256_set1_ps, _mm256_setzero_pd, _mm256_setzero_si256, _mm256_slli_epi32,
+        _mm256_min_epu32, _mm256_min_ps, _mm256_mul_pd, _mm256_set1_epi32, _mm256_set1_epi64x,
+        _mm256_set1_pd, _mm256_set1_ps, _mm256_setzero_pd, _mm256_setzero_si256, _mm256_slli_epi32,
         _mm256_sub_epi32, _mm256_sub_pd,
     };
 
@@ -157,15 +157,10 @@ mod x86 {
         }
 
         /// Adds eight values: lanes 0–3 to the first f64 registers, 4–7 to
-        /// the second.
+        /// the second. The tiny and zero counts are [`Acc::count_small`]'s.
         #[target_feature(enable = "avx2")]
         #[inline]
         fn add(&mut self, v: __m256) {
-            let a = _mm256_and_si256(_mm256_castps_si256(v), self.magnitude);
-            // Comparisons give −1 where true.
-            self.tiny = _mm256_sub_epi32(self.tiny, _mm256_cmpgt_epi32(self.tiny_bits, a));
-            let is_zero = _mm256_cmpeq_epi32(a, _mm256_setzero_si256());
-            self.zero = _mm256_sub_epi32(self.zero, is_zero);
             // `x < m ? x : m`, as the scalar lanes select.
             self.min = _mm256_min_ps(v, self.min);
             self.max = _mm256_max_ps(v, self.max);
@@ -181,6 +176,37 @@ mod x86 {
             }
         }
 
+        /// The magnitude bits of eight values.
+        #[target_feature(enable = "avx2")]
+        #[inline]
+        fn magnitude(&self, v: __m256) -> __m256i {
+            _mm256_and_si256(_mm256_castps_si256(v), self.magnitude)
+        }
+
+        /// Counts the tiny values and the zeros among eight values.
+        #[target_feature(enable = "avx2")]
+        #[inline]
+        fn count_small(&mut self, v: __m256) {
+            let a = self.magnitude(v);
+            // Comparisons give −1 where true.
+            self.tiny = _mm256_sub_epi32(self.tiny, _mm256_cmpgt_epi32(self.tiny_bits, a));
+            let is_zero = _mm256_cmpeq_epi32(a, _mm256_setzero_si256());
+            self.zero = _mm256_sub_epi32(self.zero, is_zero);
+        }
+
+        /// Keeps the smallest magnitude bits seen, in `low`.
+        #[target_feature(enable = "avx2")]
+        #[inline]
+        fn track_low(&self, low: __m256i, v: __m256) -> __m256i {
+            _mm256_min_epu32(low, self.magnitude(v))
+        }
+
+        /// Whether any magnitude in `low` is tiny (or zero).
+        fn any_small(&self, low: __m256i) -> bool {
+            let tiny_bits = epu32(self.tiny_bits)[0];
+            epu32(low).iter().any(|&a| a < tiny_bits)
+        }
+
         fn lanes(&self) -> F32Lanes {
             F32Lanes {
                 tiny: epu32(self.tiny),
@@ -194,16 +220,36 @@ mod x86 {
         }
     }
 
-    /// [`super::kernel::scan_groups`] of F32 in AVX2.
+    /// Eight f32 values.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn load_f32x8(g: &[u8; 32]) -> __m256 {
+        // SAFETY: `g` is 32 readable bytes; the load has no alignment
+        // requirement (hence the allowed cast to a stricter pointer).
+        #[allow(clippy::cast_ptr_alignment)]
+        unsafe {
+            _mm256_loadu_ps(g.as_ptr().cast::<f32>())
+        }
+    }
+
+    /// [`super::kernel::scan_groups`] of F32 in AVX2. Zeros and subnormals
+    /// are rare in f32 tensors: the main loop only keeps the smallest
+    /// magnitude, and a second loop counts them in the blocks that hold
+    /// any.
     #[target_feature(enable = "avx2")]
     pub(super) fn scan_f32(bytes: &[u8], tiny_bits: u32, x0: f64) -> F32Lanes {
         let mut acc = Acc::new(tiny_bits, x0);
-        for g in bytes.as_chunks::<32>().0 {
-            // SAFETY: `g` is 32 readable bytes; the load has no alignment
-            // requirement (hence the allowed cast to a stricter pointer).
-            #[allow(clippy::cast_ptr_alignment)]
-            let v = unsafe { _mm256_loadu_ps(g.as_ptr().cast::<f32>()) };
+        let groups = bytes.as_chunks::<32>().0;
+        let mut low = _mm256_set1_epi32(-1);
+        for g in groups {
+            let v = load_f32x8(g);
+            low = acc.track_low(low, v);
             acc.add(v);
+        }
+        if acc.any_small(low) {
+            for g in groups {
+                acc.count_small(load_f32x8(g));
+            }
         }
         acc.lanes()
     }
@@ -225,8 +271,12 @@ mod x86 {
     #[target_feature(enable = "avx2,f16c")]
     pub(super) fn scan_f16(bytes: &[u8], tiny_bits: u32, x0: f64) -> F32Lanes {
         let mut acc = Acc::new(tiny_bits, x0);
+        // F16 tensors often hold values below 2^−14 in every block: count
+        // them in the one loop.
         for g in bytes.as_chunks::<16>().0 {
-            acc.add(_mm256_cvtph_ps(load_u16x8(g)));
+            let v = _mm256_cvtph_ps(load_u16x8(g));
+            acc.count_small(v);
+            acc.add(v);
         }
         acc.lanes()
     }
@@ -236,9 +286,22 @@ mod x86 {
     #[target_feature(enable = "avx2")]
     pub(super) fn scan_bf16(bytes: &[u8], tiny_bits: u32, x0: f64) -> F32Lanes {
         let mut acc = Acc::new(tiny_bits, x0);
-        for g in bytes.as_chunks::<16>().0 {
+        let widen = |g: &[u8; 16]| {
             let wide = _mm256_cvtepu16_epi32(load_u16x8(g));
-            acc.add(_mm256_castsi256_ps(_mm256_slli_epi32::<16>(wide)));
+            _mm256_castsi256_ps(_mm256_slli_epi32::<16>(wide))
+        };
+        // As F32: BF16 has f32's range, and its subnormals are as rare.
+        let groups = bytes.as_chunks::<16>().0;
+        let mut low = _mm256_set1_epi32(-1);
+        for g in groups {
+            let v = widen(g);
+            low = acc.track_low(low, v);
+            acc.add(v);
+        }
+        if acc.any_small(low) {
+            for g in groups {
+                acc.count_small(widen(g));
+            }
         }
         acc.lanes()
     }

@@ -865,15 +865,20 @@ mod tests {
         assert_eq!(counts, [2, 1, 1, 2]);
     }
 
-    #[test]
-    fn sure_guesses_are_right() {
-        let mut state = 0x1234_5678_9abc_def0u64;
-        let mut next = || {
+    /// Uniform numbers in [0, 1) from a seed (xorshift64).
+    fn uniform(seed: u64) -> impl FnMut() -> f64 {
+        let mut state = seed;
+        move || {
             state ^= state << 13;
             state ^= state >> 7;
             state ^= state << 17;
             (state >> 11) as f64 / (1u64 << 53) as f64
-        };
+        }
+    }
+
+    #[test]
+    fn sure_guesses_are_right() {
+        let mut next = uniform(0x1234_5678_9abc_def0);
         for (min, max, n) in [
             (-1.0, 1.0, 256),
             (0.0, 448.0, 7),
@@ -901,13 +906,7 @@ mod tests {
 
     #[test]
     fn f32_histograms_match_the_edges() {
-        let mut state = 0x0123_4567_89ab_cdefu64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut next = uniform(0x0123_4567_89ab_cdef);
         for (min, max, n) in [
             (-1.0f32, 1.0f32, 256),
             (0.0, 448.0, 7),

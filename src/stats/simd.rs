@@ -232,25 +232,37 @@ mod x86 {
         }
     }
 
-    /// [`super::kernel::scan_groups`] of F32 in AVX2. Zeros and subnormals
-    /// are rare in f32 tensors: the main loop only keeps the smallest
-    /// magnitude, and a second loop counts them in the blocks that hold
-    /// any.
+    /// Scans groups of eight values that `load` widens to f32, for formats
+    /// where zeros and subnormals are rare (F32, BF16): the main loop only
+    /// keeps the smallest magnitude, and a second loop counts them in the
+    /// blocks that hold any.
     #[target_feature(enable = "avx2")]
-    pub(super) fn scan_f32(bytes: &[u8], tiny_bits: u32, x0: f64) -> F32Lanes {
-        let mut acc = Acc::new(tiny_bits, x0);
-        let groups = bytes.as_chunks::<32>().0;
+    #[inline]
+    fn scan_rarely_small<const N: usize>(
+        acc: &mut Acc,
+        groups: &[[u8; N]],
+        load: impl Fn(&[u8; N]) -> __m256,
+    ) {
         let mut low = _mm256_set1_epi32(-1);
         for g in groups {
-            let v = load_f32x8(g);
+            let v = load(g);
             low = acc.track_low(low, v);
             acc.add(v);
         }
         if acc.any_small(low) {
             for g in groups {
-                acc.count_small(load_f32x8(g));
+                acc.count_small(load(g));
             }
         }
+    }
+
+    /// [`super::kernel::scan_groups`] of F32 in AVX2.
+    #[target_feature(enable = "avx2")]
+    pub(super) fn scan_f32(bytes: &[u8], tiny_bits: u32, x0: f64) -> F32Lanes {
+        let mut acc = Acc::new(tiny_bits, x0);
+        // A `#[target_feature]` function is no `Fn`: the closure wraps it.
+        #[allow(clippy::redundant_closure)]
+        scan_rarely_small(&mut acc, bytes.as_chunks::<32>().0, |g| load_f32x8(g));
         acc.lanes()
     }
 
@@ -286,23 +298,11 @@ mod x86 {
     #[target_feature(enable = "avx2")]
     pub(super) fn scan_bf16(bytes: &[u8], tiny_bits: u32, x0: f64) -> F32Lanes {
         let mut acc = Acc::new(tiny_bits, x0);
-        let widen = |g: &[u8; 16]| {
+        // BF16 has f32's range, and its subnormals are as rare.
+        scan_rarely_small(&mut acc, bytes.as_chunks::<16>().0, |g| {
             let wide = _mm256_cvtepu16_epi32(load_u16x8(g));
             _mm256_castsi256_ps(_mm256_slli_epi32::<16>(wide))
-        };
-        // As F32: BF16 has f32's range, and its subnormals are as rare.
-        let groups = bytes.as_chunks::<16>().0;
-        let mut low = _mm256_set1_epi32(-1);
-        for g in groups {
-            let v = widen(g);
-            low = acc.track_low(low, v);
-            acc.add(v);
-        }
-        if acc.any_small(low) {
-            for g in groups {
-                acc.count_small(widen(g));
-            }
-        }
+        });
         acc.lanes()
     }
 }

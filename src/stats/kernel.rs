@@ -1,10 +1,12 @@
-//! The hot loops: one block of decoded values (a few thousand, in a stack
-//! buffer that stays in L1) at a time, or raw bytes for code counting.
+//! The hot loops: one block of a few thousand values at a time, read in
+//! place from the mapped bytes (F32, F16, BF16) or decoded into a stack
+//! buffer that stays in L1, or raw bytes for code counting.
 //!
 //! Written as simple loops over fixed-width lanes so that the compiler
-//! vectorises them for the baseline x86-64 target without `unsafe`
-//! intrinsics. Every loop takes any input: NaN and Inf are split off
-//! before the arithmetic, and nothing indexes out of bounds.
+//! vectorises them for the baseline x86-64 target without `unsafe`;
+//! [`super::simd`] runs the hottest ones as AVX2 code where the CPU has it,
+//! with the same results. Every loop takes any input: NaN and Inf are split
+//! off before the arithmetic, and nothing indexes out of bounds.
 
 use super::bins::{FloatBins, SURE_MARGIN};
 use super::moments::{Moments, ldexp};

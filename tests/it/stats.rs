@@ -863,6 +863,73 @@ fn moments_only_scans_match_the_reference() {
     }
 }
 
+/// A header whose length is not a multiple of 4 puts every tensor's bytes
+/// at an odd address: the in-place kernels (and their vector loads) must
+/// give the same figures there.
+#[test]
+fn tensors_at_unaligned_addresses() {
+    let mut rng = Rng(5);
+    let n = 2 * 2048 + 7;
+    let values: Vec<f64> = (0..n).map(|_| rng.normal() * 0.1).collect();
+    let encodings: [(Dtype, Vec<u8>); 3] = [
+        (Dtype::F32, f32_bytes(values.iter().map(|&x| x as f32))),
+        (
+            Dtype::F16,
+            values
+                .iter()
+                .flat_map(|&x| half::f16::from_f64(x).to_le_bytes())
+                .collect(),
+        ),
+        (
+            Dtype::BF16,
+            values
+                .iter()
+                .flat_map(|&x| half::bf16::from_f64(x).to_le_bytes())
+                .collect(),
+        ),
+    ];
+    for (dtype, data) in encodings {
+        let info = tensorscope::format::TensorInfo {
+            name: "t".into(),
+            dtype,
+            shape: vec![n as u64],
+            data_offsets: [0, data.len() as u64],
+            numel: n as u64,
+            nbytes: data.len() as u64,
+        };
+        let mut shifted = vec![0u8; data.len() + 3];
+        for options in [
+            full(),
+            StatsOptions {
+                detail: Detail::MomentsOnly,
+                ..full()
+            },
+        ] {
+            let run = |bytes: &[u8]| {
+                tensorscope::stats::stats_of(
+                    &info,
+                    bytes,
+                    &options,
+                    &CancelToken::new(),
+                    &Progress::new(),
+                )
+                .expect("not cancelled")
+                .values
+            };
+            let aligned = run(&data);
+            for offset in 1..=3 {
+                shifted[offset..offset + data.len()].copy_from_slice(&data);
+                let odd = run(&shifted[offset..offset + data.len()]);
+                assert_eq!(
+                    format!("{odd:?}"),
+                    format!("{aligned:?}"),
+                    "{dtype} +{offset}"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn a_scan_summarises_and_can_be_cancelled_mid_tensor() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -793,6 +793,27 @@ fn moments_only_skips_histograms() {
     assert!(s.values.log2_histogram.is_none());
 }
 
+/// `values` rounded to F32, F16 and BF16, as tensor bytes.
+fn wide_encodings(values: &[f64]) -> [(Dtype, Vec<u8>); 3] {
+    [
+        (Dtype::F32, f32_bytes(values.iter().map(|&x| x as f32))),
+        (
+            Dtype::F16,
+            values
+                .iter()
+                .flat_map(|&x| half::f16::from_f64(x).to_le_bytes())
+                .collect(),
+        ),
+        (
+            Dtype::BF16,
+            values
+                .iter()
+                .flat_map(|&x| half::bf16::from_f64(x).to_le_bytes())
+                .collect(),
+        ),
+    ]
+}
+
 /// Statistics without histograms take the fused scan for F32, F16 and BF16
 /// (with its vector copy on CPUs that have one): the same counts, range and
 /// moments as the reference, with NaN, infinities, zeros and subnormals
@@ -821,23 +842,7 @@ fn moments_only_scans_match_the_reference() {
         ..full()
     };
     let len = values.len();
-    let encodings: [(Dtype, Vec<u8>); 3] = [
-        (Dtype::F32, f32_bytes(values.iter().map(|&x| x as f32))),
-        (
-            Dtype::F16,
-            values
-                .iter()
-                .flat_map(|&x| half::f16::from_f64(x).to_le_bytes())
-                .collect(),
-        ),
-        (
-            Dtype::BF16,
-            values
-                .iter()
-                .flat_map(|&x| half::bf16::from_f64(x).to_le_bytes())
-                .collect(),
-        ),
-    ];
+    let encodings = wide_encodings(&values);
     for (dtype, data) in encodings {
         let r = reference_of(dtype, &data, BitOrder::LsbFirst);
         let s = stats_of(dtype, &[len], data.clone(), &options);
@@ -871,23 +876,7 @@ fn tensors_at_unaligned_addresses() {
     let mut rng = Rng(5);
     let n = 2 * 2048 + 7;
     let values: Vec<f64> = (0..n).map(|_| rng.normal() * 0.1).collect();
-    let encodings: [(Dtype, Vec<u8>); 3] = [
-        (Dtype::F32, f32_bytes(values.iter().map(|&x| x as f32))),
-        (
-            Dtype::F16,
-            values
-                .iter()
-                .flat_map(|&x| half::f16::from_f64(x).to_le_bytes())
-                .collect(),
-        ),
-        (
-            Dtype::BF16,
-            values
-                .iter()
-                .flat_map(|&x| half::bf16::from_f64(x).to_le_bytes())
-                .collect(),
-        ),
-    ];
+    let encodings = wide_encodings(&values);
     for (dtype, data) in encodings {
         let info = tensorscope::format::TensorInfo {
             name: "t".into(),

@@ -13,7 +13,7 @@ use super::kernel::{count_bytes, count_f6, count_u16};
 use super::moments::Moments;
 use super::{
     CHUNK_BYTES, CodeHistogram, Histogram, Quantiles, Scalar, StatsOptions, ValueStats,
-    empty_histogram, finite, is_integer, log2_histogram, par_chunks, smallest_normal,
+    empty_histogram, is_integer, log2_histogram, par_chunks, smallest_normal,
 };
 use crate::dtype::Dtype;
 use crate::dtype::decode::{BitOrder, code_at, code_table, code_to_f64, element_count};
@@ -205,15 +205,27 @@ fn dense_bytes(
     cancel: &CancelToken,
     progress: &Progress,
 ) -> Result<Vec<u64>, Cancelled> {
-    let total = par_chunks(
+    Ok(dense_tables(bytes, cancel, progress, count_bytes)?.to_vec())
+}
+
+/// Counts the codes of `bytes` in parallel chunks of at most
+/// [`CHUNK_BYTES`]: `count` fills four tables of `N` counters for a chunk,
+/// which are then added to u64 totals.
+fn dense_tables<const N: usize>(
+    bytes: &[u8],
+    cancel: &CancelToken,
+    progress: &Progress,
+    count: impl Fn(&[u8], &mut [[u32; N]; 4]) + Sync + Send,
+) -> Result<[u64; N], Cancelled> {
+    par_chunks(
         bytes.len() as u64,
         CHUNK_BYTES,
         cancel,
-        || [0u64; 256],
+        || [0u64; N],
         |total, r| {
             let part = byte_range(bytes, r);
-            let mut tables = [[0u32; 256]; 4];
-            count_bytes(part, &mut tables);
+            let mut tables = [[0u32; N]; 4];
+            count(part, &mut tables);
             for t in &tables {
                 for (x, &c) in total.iter_mut().zip(t) {
                     *x += u64::from(c);
@@ -227,8 +239,7 @@ fn dense_bytes(
             }
             a
         },
-    )?;
-    Ok(total.to_vec())
+    )
 }
 
 /// Counts packed six-bit codes in parallel; a trailing partial group (one
@@ -241,29 +252,10 @@ fn dense_f6(
 ) -> Result<Vec<u64>, Cancelled> {
     let whole = bytes.len() - bytes.len() % 3;
     let msb_first = order == BitOrder::MsbFirst;
-    let mut total = par_chunks(
-        whole as u64,
-        CHUNK_BYTES,
-        cancel,
-        || [0u64; 64],
-        |total, r| {
-            let part = byte_range(bytes, r);
-            let mut tables = [[0u32; 64]; 4];
-            count_f6(part, msb_first, &mut tables);
-            for t in &tables {
-                for (x, &c) in total.iter_mut().zip(t) {
-                    *x += u64::from(c);
-                }
-            }
-            progress.add(part.len() as u64);
-        },
-        |mut a, b| {
-            for (x, y) in a.iter_mut().zip(&b) {
-                *x += y;
-            }
-            a
-        },
-    )?;
+    let groups = bytes.get(..whole).unwrap_or(&[]);
+    let mut total = dense_tables(groups, cancel, progress, |part, tables| {
+        count_f6(part, msb_first, tables);
+    })?;
     let first_tail = (whole / 3 * 4) as u64;
     for index in first_tail..element_count(Dtype::F6E2M3, bytes.len()) {
         if let Some(code) = code_at(Dtype::F6E2M3, bytes, index, order)
@@ -334,9 +326,7 @@ fn derive(dtype: Dtype, sorted: &[(u32, u64)], options: &StatsOptions) -> ValueS
         }
     };
     let moments = Moments::from_counts(entries.iter().map(|e| (e.value, e.count)));
-    let figures = moments.figures();
     let mut stats = ValueStats {
-        count,
         finite: finite_count,
         nan,
         pos_inf,
@@ -345,16 +335,8 @@ fn derive(dtype: Dtype, sorted: &[(u32, u64)], options: &StatsOptions) -> ValueS
         subnormals,
         min: entries.first().map(scalar),
         max: entries.last().map(scalar),
-        mean: figures.and_then(|f| finite(f.mean)),
-        std: figures.and_then(|f| finite(f.std)),
-        abs_mean: figures.and_then(|f| finite(f.abs_mean)),
-        l2_norm: figures.and_then(|f| finite(f.l2_norm)),
-        quantiles: None,
-        quantile_error: None,
-        histogram: None,
-        log2_histogram: None,
-        code_histogram: None,
         true_count: (dtype == Dtype::Bool).then(|| count - zeros),
+        ..ValueStats::from_moments(count, &moments)
     };
     if !options.full() {
         return stats;

@@ -10,16 +10,14 @@
 use std::ops::Range;
 
 use super::bins::{FloatBins, QUANTILES};
-use super::kernel::Wide;
-use super::kernel::{
-    BLOCK, Lane, Specials, block_f64, exponents_f32, exponents_f64, f32_bytes, prefixes_f32,
-};
+use super::kernel::{self, Wide};
+use super::kernel::{BLOCK, Lane, Specials, block_f64, exponents_f32, exponents_f64, f32_bytes};
 use super::moments::Moments;
 use super::refine::{KeySource, Target, bins_of_quantiles, refine};
 use super::simd::{block_wide, histogram_block, histogram_f32};
 use super::{
     CHUNK_BYTES, Histogram, QuantileMode, Quantiles, Scalar, StatsOptions, ValueStats,
-    empty_histogram, finite, log2_histogram, par_chunks, smallest_normal,
+    empty_histogram, log2_histogram, par_chunks, smallest_normal,
 };
 use crate::dtype::Dtype;
 use crate::dtype::decode::{BitOrder, decode_c64_f32, decode_f32, decode_f64};
@@ -339,23 +337,8 @@ pub(crate) fn magnitude(re: f32, im: f32) -> f64 {
 }
 
 /// Decodes the elements `range` of a view block by block.
-fn for_each_block<V: View>(view: &V, range: Range<u64>, mut f: impl FnMut(&[V::T])) {
-    let mut buffer = [V::T::default(); BLOCK];
-    let mut first = range.start;
-    while first < range.end {
-        let want = usize::try_from(range.end - first)
-            .unwrap_or(BLOCK)
-            .min(BLOCK);
-        let Some(out) = buffer.get_mut(..want) else {
-            break;
-        };
-        let got = view.decode(first, out);
-        if got == 0 {
-            break;
-        }
-        f(out.get(..got).unwrap_or(&[]));
-        first += got as u64;
-    }
+fn for_each_block<V: View>(view: &V, range: Range<u64>, f: impl FnMut(&[V::T])) {
+    kernel::for_each_block(range, |first, out| view.decode(first, out), f);
 }
 
 /// What pass 1 gathers.
@@ -464,28 +447,24 @@ pub(crate) fn stats<V: View>(
                     acc.moments.merge(&m);
                     // Only F32 views run pass 1 with histograms.
                     if kind == Wide::F32 && by_prefix {
-                        prefixes_f32(block, &mut prefixes);
+                        let values = block.as_chunks::<4>().0.iter();
+                        count_prefixes(values.map(|c| f32::from_le_bytes(*c).key()), &mut prefixes);
                     } else if kind == Wide::F32 && full {
                         exponents_f32(block, &mut table);
                     }
                 }
-                V::T::fold_exponents(&table, &mut acc.exponents);
-                for (x, &c) in acc.prefixes.iter_mut().zip(&prefixes) {
-                    *x += u64::from(c);
-                }
-                progress.add(bytes);
-                return;
+            } else {
+                for_each_block(view, range, |vals| {
+                    let (sp, m) = V::T::summarize(vals, view.smallest_normal());
+                    acc.specials.merge(&sp);
+                    acc.moments.merge(&m);
+                    if by_prefix {
+                        count_prefixes(vals.iter().map(|x| x.key()), &mut prefixes);
+                    } else if full {
+                        V::T::count_exponents(vals, &mut table);
+                    }
+                });
             }
-            for_each_block(view, range, |vals| {
-                let (sp, m) = V::T::summarize(vals, view.smallest_normal());
-                acc.specials.merge(&sp);
-                acc.moments.merge(&m);
-                if by_prefix {
-                    count_prefixes(vals, &mut prefixes);
-                } else if full {
-                    V::T::count_exponents(vals, &mut table);
-                }
-            });
             V::T::fold_exponents(&table, &mut acc.exponents);
             for (x, &c) in acc.prefixes.iter_mut().zip(&prefixes) {
                 *x += u64::from(c);
@@ -506,10 +485,8 @@ pub(crate) fn stats<V: View>(
     )?;
     let sp = p1.specials;
     let finite_count = n - sp.nan - sp.pos_inf - sp.neg_inf;
-    let figures = p1.moments.figures();
     let has_values = finite_count > 0;
     let mut stats = ValueStats {
-        count: n,
         finite: finite_count,
         nan: sp.nan,
         pos_inf: sp.pos_inf,
@@ -518,16 +495,7 @@ pub(crate) fn stats<V: View>(
         subnormals: sp.subnormals,
         min: has_values.then(|| Scalar::float(sp.min)),
         max: has_values.then(|| Scalar::float(sp.max)),
-        mean: figures.and_then(|f| finite(f.mean)),
-        std: figures.and_then(|f| finite(f.std)),
-        abs_mean: figures.and_then(|f| finite(f.abs_mean)),
-        l2_norm: figures.and_then(|f| finite(f.l2_norm)),
-        quantiles: None,
-        quantile_error: None,
-        histogram: None,
-        log2_histogram: None,
-        code_histogram: None,
-        true_count: None,
+        ..ValueStats::from_moments(n, &p1.moments)
     };
     if !full {
         return Ok(stats);
@@ -722,9 +690,9 @@ pub(crate) fn stats<V: View>(
 }
 
 /// Counts the 16-bit prefixes of f32 keys (`table.len()` = 65,536).
-fn count_prefixes<T: FloatLane>(vals: &[T], table: &mut [u32]) {
-    for &x in vals {
-        if let Some(c) = table.get_mut((x.key() >> 16) as usize) {
+fn count_prefixes(keys: impl Iterator<Item = u64>, table: &mut [u32]) {
+    for key in keys {
+        if let Some(c) = table.get_mut((key >> 16) as usize) {
             *c += 1;
         }
     }

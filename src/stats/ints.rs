@@ -9,11 +9,11 @@
 use std::ops::Range;
 
 use super::bins::IntBins;
-use super::kernel::{BLOCK, Specials, block_f64};
+use super::kernel::{self, BLOCK, Specials, block_f64};
 use super::moments::Moments;
 use super::refine::{KeySource, Target, bins_of_quantiles, refine};
 use super::{
-    CHUNK_BYTES, Histogram, Quantiles, Scalar, StatsOptions, ValueStats, empty_histogram, finite,
+    CHUNK_BYTES, Histogram, Quantiles, Scalar, StatsOptions, ValueStats, empty_histogram,
     log2_histogram, par_chunks,
 };
 use crate::dtype::Dtype;
@@ -84,23 +84,8 @@ impl IntView<'_> {
     }
 
     /// Calls `f` with the keys of `range`, a block at a time.
-    fn for_each_block(&self, range: Range<u64>, mut f: impl FnMut(&[u64])) {
-        let mut keys = [0u64; BLOCK];
-        let mut first = range.start;
-        while first < range.end {
-            let want = usize::try_from(range.end - first)
-                .unwrap_or(BLOCK)
-                .min(BLOCK);
-            let Some(out) = keys.get_mut(..want) else {
-                break;
-            };
-            let got = self.decode(first, out);
-            if got == 0 {
-                break;
-            }
-            f(out.get(..got).unwrap_or(&[]));
-            first += got as u64;
-        }
+    fn for_each_block(&self, range: Range<u64>, f: impl FnMut(&[u64])) {
+        kernel::for_each_block(range, |first, out| self.decode(first, out), f);
     }
 }
 
@@ -202,30 +187,14 @@ pub(crate) fn stats(
             a
         },
     )?;
-    let figures = p1.moments.figures();
     let has_values = n > 0;
     let min = view.value(p1.min_key);
     let max = view.value(p1.max_key);
     let mut stats = ValueStats {
-        count: n,
-        finite: n,
-        nan: 0,
-        pos_inf: 0,
-        neg_inf: 0,
         zeros: p1.zeros,
-        subnormals: 0,
         min: has_values.then(|| Scalar::int(min)),
         max: has_values.then(|| Scalar::int(max)),
-        mean: figures.and_then(|f| finite(f.mean)),
-        std: figures.and_then(|f| finite(f.std)),
-        abs_mean: figures.and_then(|f| finite(f.abs_mean)),
-        l2_norm: figures.and_then(|f| finite(f.l2_norm)),
-        quantiles: None,
-        quantile_error: None,
-        histogram: None,
-        log2_histogram: None,
-        code_histogram: None,
-        true_count: None,
+        ..ValueStats::from_moments(n, &p1.moments)
     };
     if !full {
         return Ok(stats);

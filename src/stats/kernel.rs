@@ -8,12 +8,40 @@
 //! with the same results. Every loop takes any input: NaN and Inf are split
 //! off before the arithmetic, and nothing indexes out of bounds.
 
+use std::ops::Range;
+
 use super::bins::{FloatBins, SURE_MARGIN};
 use super::moments::{Moments, ldexp};
 
 /// Values per block: the decode buffer and the lanes' partial sums stay in
 /// L1, and a block's lane sums stay accurate (≤ 512 terms per lane).
 pub(crate) const BLOCK: usize = 2048;
+
+/// Calls `f` with the elements `range`, decoded a block at a time by
+/// `decode(first, out)`, which fills `out` from element `first` on and
+/// returns how many it wrote (0 ends the walk early).
+pub(crate) fn for_each_block<T: Copy + Default>(
+    range: Range<u64>,
+    mut decode: impl FnMut(u64, &mut [T]) -> usize,
+    mut f: impl FnMut(&[T]),
+) {
+    let mut buffer = [T::default(); BLOCK];
+    let mut first = range.start;
+    while first < range.end {
+        let want = usize::try_from(range.end - first)
+            .unwrap_or(BLOCK)
+            .min(BLOCK);
+        let Some(out) = buffer.get_mut(..want) else {
+            break;
+        };
+        let got = decode(first, out);
+        if got == 0 {
+            break;
+        }
+        f(out.get(..got).unwrap_or(&[]));
+        first += got as u64;
+    }
+}
 
 /// Counts of the special values in a block, and its finite range.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -477,22 +505,6 @@ pub(crate) fn exponents_f32(bytes: &[u8], table: &mut [u32]) {
         }
         for c in rest.as_chunks::<4>().0 {
             t0[field(c)] += 1;
-        }
-    }
-}
-
-/// Counts the 16-bit prefixes of the order-preserving keys of
-/// little-endian f32 values (sign, exponent and the top seven mantissa
-/// bits) into `table` (65,536 counters).
-pub(crate) fn prefixes_f32(bytes: &[u8], table: &mut [u32]) {
-    if table.len() < 1 << 16 {
-        return;
-    }
-    for c in bytes.as_chunks::<4>().0 {
-        let b = u32::from_le_bytes(*c);
-        let key = b ^ (((b as i32) >> 31) as u32 | 0x8000_0000);
-        if let Some(slot) = table.get_mut((key >> 16) as usize) {
-            *slot += 1;
         }
     }
 }

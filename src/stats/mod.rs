@@ -272,6 +272,36 @@ pub struct ValueStats {
 }
 
 /// Statistics of one tensor.
+impl ValueStats {
+    /// `count` elements, all finite, whose moments are `moments`; no
+    /// special value, no range and no histogram yet: the callers fill in
+    /// what they found.
+    pub(crate) fn from_moments(count: u64, moments: &moments::Moments) -> Self {
+        let figures = moments.figures();
+        Self {
+            count,
+            finite: count,
+            nan: 0,
+            pos_inf: 0,
+            neg_inf: 0,
+            zeros: 0,
+            subnormals: 0,
+            min: None,
+            max: None,
+            mean: figures.and_then(|f| finite(f.mean)),
+            std: figures.and_then(|f| finite(f.std)),
+            abs_mean: figures.and_then(|f| finite(f.abs_mean)),
+            l2_norm: figures.and_then(|f| finite(f.l2_norm)),
+            quantiles: None,
+            quantile_error: None,
+            histogram: None,
+            log2_histogram: None,
+            code_histogram: None,
+            true_count: None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TensorStats {
     /// Tensor name.

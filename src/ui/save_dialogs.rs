@@ -47,33 +47,64 @@ fn folder_of(ck: &Checkpoint) -> PathBuf {
 /// A save dialog running in the background.
 type BrowseJob = Job<DialogResult>;
 
-fn browse(
-    dialog: &Arc<dyn FileDialog>,
-    suggested: PathBuf,
-    repaint: impl Fn() + Send + Sync + 'static,
-) -> Option<BrowseJob> {
-    let dialog = Arc::clone(dialog);
-    Job::spawn("save-dialog", repaint, move |_, _| {
-        dialog.save_file(&suggested)
-    })
-    .ok()
+/// The *File* row of a writing dialog: the native save dialog runs on a
+/// thread; where there is none the user types the path.
+#[derive(Default)]
+struct PathBrowser {
+    job: Option<BrowseJob>,
+    /// The native dialog said it is unavailable.
+    unavailable: bool,
 }
 
-fn poll_browse(job: &mut Option<BrowseJob>, path: &mut String, unavailable: &mut bool) {
-    if let Some(j) = job {
-        match j.poll() {
-            JobState::Running => {}
-            JobState::Done(DialogResult::Picked(p)) => {
-                if let Some(p) = p.into_iter().next() {
-                    *path = p.display().to_string();
+impl PathBrowser {
+    /// True while the native dialog is open.
+    fn is_busy(&self) -> bool {
+        self.job.is_some()
+    }
+
+    /// Moves a picked file into `path`.
+    fn poll(&mut self, path: &mut String) {
+        if let Some(j) = &mut self.job {
+            match j.poll() {
+                JobState::Running => {}
+                JobState::Done(DialogResult::Picked(p)) => {
+                    if let Some(p) = p.into_iter().next() {
+                        *path = p.display().to_string();
+                    }
+                    self.job = None;
                 }
-                *job = None;
+                JobState::Done(DialogResult::Unavailable) => {
+                    self.unavailable = true;
+                    self.job = None;
+                }
+                _ => self.job = None,
             }
-            JobState::Done(DialogResult::Unavailable) => {
-                *unavailable = true;
-                *job = None;
+        }
+    }
+
+    /// Draws the path field with its *Browse…* button, and the hint when
+    /// there is no native dialog.
+    #[rustfmt::skip]
+    fn file_row(
+        &mut self,
+        ui: &mut egui::Ui,
+        path: &mut String,
+        dialog: &Arc<dyn FileDialog>,
+        repaint: impl Fn() + Send + Sync + 'static,
+        width: f32,
+    ) {
+        let native = !self.unavailable && dialog.available();
+        ui.horizontal(|ui| {
+            ui.label("File:");
+            ui.add(egui::TextEdit::singleline(path).desired_width(width));
+            if ui.add_enabled(self.job.is_none() && native, egui::Button::new("Browse…")).clicked() {
+                let dialog = Arc::clone(dialog);
+                let suggested = PathBuf::from(path.trim());
+                self.job = Job::spawn("save-dialog", repaint, move |_, _| dialog.save_file(&suggested)).ok();
             }
-            _ => *job = None,
+        });
+        if !native {
+            ui.weak("No native save dialog here: type the path.");
         }
     }
 }
@@ -108,8 +139,7 @@ pub struct ExportDialog {
     pub raw: bool,
     /// Write CSV above the size limit.
     pub force: bool,
-    browse: Option<BrowseJob>,
-    no_native_dialog: bool,
+    browser: PathBrowser,
     job: Option<Job<Result<ExportReport, ExportError>>>,
     /// The outcome of the last export.
     pub outcome: Option<Result<ExportReport, String>>,
@@ -133,8 +163,7 @@ impl ExportDialog {
             path,
             raw: false,
             force: false,
-            browse: None,
-            no_native_dialog: false,
+            browser: PathBrowser::default(),
             job: None,
             outcome: None,
         }
@@ -142,12 +171,12 @@ impl ExportDialog {
 
     /// True while a job runs.
     pub fn is_busy(&self) -> bool {
-        self.job.is_some() || self.browse.is_some()
+        self.job.is_some() || self.browser.is_busy()
     }
 
     /// Collects finished jobs.
     pub fn poll(&mut self) {
-        poll_browse(&mut self.browse, &mut self.path, &mut self.no_native_dialog);
+        self.browser.poll(&mut self.path);
         poll_outcome(&mut self.job, &mut self.outcome);
     }
 
@@ -210,16 +239,7 @@ pub fn export_ui(
                 }
             }
         });
-        ui.horizontal(|ui| {
-            ui.label("File:");
-            ui.add(egui::TextEdit::singleline(&mut d.path).desired_width(340.0));
-            if ui.add_enabled(d.browse.is_none() && !d.no_native_dialog && dialog.available(), egui::Button::new("Browse…")).clicked() {
-                d.browse = browse(dialog, PathBuf::from(d.path.trim()), repaint.clone());
-            }
-        });
-        if d.no_native_dialog || !dialog.available() {
-            ui.weak("No native save dialog here: type the path.");
-        }
+        d.browser.file_row(ui, &mut d.path, dialog, repaint.clone(), 340.0);
         let wide = matches!(info.dtype, Dtype::BF16 | Dtype::F8E4M3 | Dtype::F8E5M2 | Dtype::F8E8M0 | Dtype::F8E4M3Fnuz | Dtype::F8E5M2Fnuz | Dtype::F6E2M3 | Dtype::F6E3M2 | Dtype::F4);
         if wide {
             ui.checkbox(&mut d.raw, "Raw codes (BF16 as uint16, F8 as uint8, F6/F4 one code per uint8) instead of float32 values");
@@ -282,8 +302,7 @@ pub struct SaveAsDialog {
     pub overflow: Overflow,
     /// Re-shard at this size (empty: one file).
     pub max_shard: String,
-    browse: Option<BrowseJob>,
-    no_native_dialog: bool,
+    browser: PathBrowser,
     job: Option<Job<Result<ResaveReport, ResaveError>>>,
     /// The outcome of the last save.
     pub outcome: Option<Result<ResaveReport, String>>,
@@ -343,8 +362,7 @@ impl SaveAsDialog {
             conversions,
             overflow: Overflow::Saturate,
             max_shard: String::new(),
-            browse: None,
-            no_native_dialog: false,
+            browser: PathBrowser::default(),
             job: None,
             outcome: None,
         }
@@ -352,12 +370,12 @@ impl SaveAsDialog {
 
     /// True while a job runs.
     pub fn is_busy(&self) -> bool {
-        self.job.is_some() || self.browse.is_some()
+        self.job.is_some() || self.browser.is_busy()
     }
 
     /// Collects finished jobs.
     pub fn poll(&mut self) {
-        poll_browse(&mut self.browse, &mut self.path, &mut self.no_native_dialog);
+        self.browser.poll(&mut self.path);
         poll_outcome(&mut self.job, &mut self.outcome);
     }
 
@@ -511,16 +529,7 @@ pub fn save_as_ui(
                 ui.label("Shard at most");
                 ui.add(egui::TextEdit::singleline(&mut d.max_shard).hint_text("e.g. 5GB (empty: one file)").desired_width(160.0));
             });
-            ui.horizontal(|ui| {
-                ui.label("File:");
-                ui.add(egui::TextEdit::singleline(&mut d.path).desired_width(420.0));
-                if ui.add_enabled(d.browse.is_none() && !d.no_native_dialog && dialog.available(), egui::Button::new("Browse…")).clicked() {
-                    d.browse = browse(dialog, PathBuf::from(d.path.trim()), repaint.clone());
-                }
-            });
-            if d.no_native_dialog || !dialog.available() {
-                ui.weak("No native save dialog here: type the path.");
-            }
+            d.browser.file_row(ui, &mut d.path, dialog, repaint.clone(), 420.0);
         });
         ui.separator();
         if let Some(job) = &d.job {

@@ -16,7 +16,6 @@ use super::output::{
     ErrorDoc, Output, display_name, fail, group_digits, path_string, progress_bar, report_error,
 };
 use super::{Common, EXIT_OK};
-use crate::dtype::decode::BitOrder;
 use crate::export::{
     Encoding, ExportError, ExportFormat, ExportOptions, ExportReport, PngReport, SizeLimit,
     export_tensor,
@@ -42,10 +41,8 @@ pub struct ExportArgs {
     /// Write a CSV even above the size limit (10,000,000 elements).
     #[arg(long)]
     pub force: bool,
-    /// Bit order of packed F6 elements.
-    #[arg(long, value_name = "ORDER", default_value = "lsb-first",
-          value_parser = ["lsb-first", "msb-first"])]
-    pub f6_order: String,
+    #[command(flatten)]
+    pub f6: super::F6Order,
     #[command(flatten)]
     pub common: Common,
 }
@@ -140,11 +137,7 @@ pub fn run(args: &ExportArgs, out: &mut Output) -> i32 {
         } else {
             SizeLimit::Enforce
         },
-        bit_order: if args.f6_order == "msb-first" {
-            BitOrder::MsbFirst
-        } else {
-            BitOrder::LsbFirst
-        },
+        bit_order: args.f6.bit_order(),
         ..ExportOptions::default()
     };
     let progress = Progress::new();

@@ -15,6 +15,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::dtype::decode::BitOrder;
+
 pub use export::ExportArgs;
 pub use output::{ErrorDoc, Output};
 pub use resave::ResaveArgs;
@@ -78,6 +80,26 @@ pub struct Common {
     /// Print exactly one JSON document on stdout.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `--f6-order`, for the verbs that read values.
+#[derive(Debug, Args, Clone)]
+pub struct F6Order {
+    /// Bit order of packed F6 elements.
+    #[arg(long = "f6-order", value_name = "ORDER", default_value = "lsb-first",
+          value_parser = ["lsb-first", "msb-first"])]
+    pub f6_order: String,
+}
+
+impl F6Order {
+    /// The bit order asked for.
+    pub fn bit_order(&self) -> BitOrder {
+        if self.f6_order == "msb-first" {
+            BitOrder::MsbFirst
+        } else {
+            BitOrder::LsbFirst
+        }
+    }
 }
 
 /// `tensorscope info FILE`.

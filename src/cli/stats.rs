@@ -16,7 +16,6 @@ use serde::Serialize;
 
 use super::output::{ErrorDoc, Output, display_name, group_digits, path_string, report_error};
 use super::{Common, EXIT_ERROR, EXIT_OK};
-use crate::dtype::decode::BitOrder;
 use crate::format::{Checkpoint, TensorRef};
 use crate::jobs::{CancelToken, Progress};
 use crate::stats::{
@@ -41,10 +40,8 @@ pub struct StatsArgs {
     #[arg(long, value_name = "N", default_value_t = DEFAULT_BINS as u64,
           value_parser = clap::value_parser!(u64).range(1..=MAX_BINS as u64))]
     pub bins: u64,
-    /// Bit order of packed F6 elements.
-    #[arg(long, value_name = "ORDER", default_value = "lsb-first",
-          value_parser = ["lsb-first", "msb-first"])]
-    pub f6_order: String,
+    #[command(flatten)]
+    pub f6: super::F6Order,
     #[command(flatten)]
     pub common: Common,
 }
@@ -81,11 +78,7 @@ pub fn run(args: &StatsArgs, out: &mut Output) -> i32 {
     };
     let options = StatsOptions {
         bins: usize::try_from(args.bins).unwrap_or(DEFAULT_BINS),
-        bit_order: if args.f6_order == "msb-first" {
-            BitOrder::MsbFirst
-        } else {
-            BitOrder::LsbFirst
-        },
+        bit_order: args.f6.bit_order(),
         ..StatsOptions::default()
     };
     let started = Instant::now();

@@ -163,6 +163,18 @@ impl Dtype {
         }
     }
 
+    /// Bytes of a tensor of this dtype and `shape`: `None` when the element
+    /// count or the bit count overflows u64, or the bits are not a whole
+    /// number of bytes.
+    pub fn byte_len(self, shape: &[u64]) -> Option<u64> {
+        shape
+            .iter()
+            .try_fold(1u64, |a, &d| a.checked_mul(d))?
+            .checked_mul(u64::from(self.bits()))
+            .filter(|bits| bits % 8 == 0)
+            .map(|bits| bits / 8)
+    }
+
     /// The family of this dtype.
     pub const fn kind(self) -> DtypeKind {
         match self {

@@ -458,10 +458,7 @@ pub fn export_view(
 /// Elements of the view, after checking its bytes match dtype × shape.
 fn check_size(view: &TensorView<'_>) -> Result<u64, ExportError> {
     let numel = view.shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
-    let expected = numel
-        .and_then(|n| n.checked_mul(u64::from(view.dtype.bits())))
-        .filter(|bits| bits % 8 == 0)
-        .map(|bits| bits / 8);
+    let expected = view.dtype.byte_len(view.shape);
     match (numel, expected) {
         (Some(n), Some(e)) if e == view.bytes.len() as u64 => Ok(n),
         _ => Err(ExportError::SizeMismatch {

@@ -115,13 +115,7 @@ pub fn header_for_entries(
         if !seen.insert(t.name) {
             return Err(WriteError::DuplicateName(t.name.to_owned()));
         }
-        let expected = t
-            .shape
-            .iter()
-            .try_fold(1u64, |a, &d| a.checked_mul(d))
-            .and_then(|n| n.checked_mul(u64::from(t.dtype.bits())))
-            .filter(|bits| bits % 8 == 0)
-            .map(|bits| bits / 8);
+        let expected = t.dtype.byte_len(t.shape);
         if expected != Some(t.nbytes) {
             return Err(WriteError::SizeMismatch {
                 name: t.name.to_owned(),

@@ -559,19 +559,20 @@ pub(crate) fn stats<V: View>(
         |(acc, members), range| {
             let bytes = (range.end - range.start) * view.element_bytes();
             if let (Some((Wide::F32, raw)), Some(guess)) = (view.raw(range.clone()), f32_guess) {
-                {
-                    // Four tables of len + 1 counters (the last is scratch).
-                    let mut tables = vec![0u32; 4 * (len + 1)];
-                    let mut vals = [0f32; BLOCK];
-                    for block in raw.chunks(4 * BLOCK) {
-                        histogram_f32(block, &bins, &guess, &mut tables);
-                        if slots > 0 {
-                            let vals = decode_le_f32(block, &mut vals);
-                            gather_members(vals, &slot_of, members);
-                        }
+                // Four tables of len + 1 counters (the last is scratch).
+                let mut tables = vec![0u32; 4 * (len + 1)];
+                for block in raw.chunks(4 * BLOCK) {
+                    histogram_f32(block, &bins, &guess, &mut tables);
+                    if slots > 0 {
+                        let values = block.as_chunks::<4>().0.iter();
+                        gather_keys(
+                            values.map(|c| f32::from_le_bytes(*c).key()),
+                            &slot_of,
+                            members,
+                        );
                     }
-                    fold_tables(&tables, len + 1, acc);
                 }
+                fold_tables(&tables, len + 1, acc);
             } else {
                 let mut tables = vec![0u32; 4 * len];
                 for_each_block(view, range, |vals| {
@@ -707,23 +708,18 @@ fn fold_tables(tables: &[u32], stride: usize, acc: &mut [u64]) {
     }
 }
 
-/// Little-endian f32 bytes as values in `out`; returns the values.
-fn decode_le_f32<'a>(bytes: &[u8], out: &'a mut [f32]) -> &'a [f32] {
-    let mut n = 0;
-    for (o, c) in out.iter_mut().zip(bytes.as_chunks::<4>().0) {
-        *o = f32::from_le_bytes(*c);
-        n += 1;
-    }
-    out.get(..n).unwrap_or(&[])
-}
-
 /// Appends the low 16 key bits of each value whose prefix has a slot.
 fn gather_members<T: FloatLane>(vals: &[T], slot_of: &[u8], members: &mut [Vec<u16>]) {
     let mut keys = [0u64; BLOCK];
     for (k, &x) in keys.iter_mut().zip(vals) {
         *k = x.key();
     }
-    for &k in keys.iter().take(vals.len()) {
+    gather_keys(keys.iter().take(vals.len()).copied(), slot_of, members);
+}
+
+/// [`gather_members`] of values given by their keys.
+fn gather_keys(keys: impl Iterator<Item = u64>, slot_of: &[u8], members: &mut [Vec<u16>]) {
+    for k in keys {
         let slot = slot_of.get((k >> 16) as usize).copied().unwrap_or(u8::MAX);
         if slot != u8::MAX
             && let Some(list) = members.get_mut(usize::from(slot))

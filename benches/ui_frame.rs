@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 use egui_kittest::Harness;
 use tensorscope::dtype::Dtype;
 use tensorscope::format::write::{TensorSource, write_file};
+use tensorscope::gui::app::Command;
+use tensorscope::gui::dialog::{DialogResult, FileDialog};
+use tensorscope::gui::{State, TensorscopeApp};
 use tensorscope::jobs::{CancelToken, Progress};
-use tensorscope::ui::app::Command;
-use tensorscope::ui::dialog::{DialogResult, FileDialog};
-use tensorscope::ui::{State, TensorscopeApp};
 
 struct NoDialog(Mutex<()>);
 
@@ -118,8 +118,8 @@ fn main() {
     let t = Instant::now();
     if let Some(tab) = h.state_mut().active_tab_mut() {
         tab.table.sort = Some((
-            tensorscope::ui::model::Column::Name,
-            tensorscope::ui::model::Direction::Ascending,
+            tensorscope::gui::model::Column::Name,
+            tensorscope::gui::model::Direction::Ascending,
         ));
         tab.table.dirty = true;
     }
@@ -131,7 +131,7 @@ fn main() {
     let t = Instant::now();
     if let Some(tab) = h.state_mut().active_tab_mut() {
         tab.table.filter_text = "experts.7".into();
-        tab.table.filter = tensorscope::ui::model::NameFilter::parse("experts.7");
+        tab.table.filter = tensorscope::gui::model::NameFilter::parse("experts.7");
         tab.table.dirty = true;
     }
     h.step();

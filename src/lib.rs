@@ -1,22 +1,24 @@
 //! Tensorscope: a fast, safe explorer for safetensors checkpoints.
 //!
-//! The library is the whole engine: [`format`] reads and validates files
-//! (zero-copy, memory-mapped), [`dtype`] decodes every element type
-//! bit-exactly, [`export`] writes a tensor as `.npy`/`.csv`/`.bin`/`.png`,
-//! and [`cli`] implements the scriptable command line. The
-//! desktop explorer and the command line are thin layers over these.
+//! The library is the whole engine, and knows no screen: [`format`] reads
+//! and validates files (zero-copy, memory-mapped) and writes them,
+//! [`dtype`] decodes and converts every element type bit-exactly, [`stats`]
+//! summarises values, [`diff`] compares two checkpoints, [`export`] writes a
+//! tensor as `.npy`/`.csv`/`.bin`/`.png`, [`resave`] writes a new checkpoint
+//! from an old one, and [`jobs`] carries cancellation and progress. The
+//! command line (the `tensorscope` binary) and the desktop explorer
+//! ([`gui`], behind the default `gui` feature) are two faces over it.
 
-pub mod cli;
-pub mod demo;
-pub mod desktop;
 pub mod diff;
 pub mod dtype;
 pub mod export;
 pub mod format;
-pub mod heatmap;
+#[cfg(feature = "gui")]
+pub mod gui;
 pub mod jobs;
+pub mod resave;
 pub mod stats;
-pub mod ui;
+pub mod text;
 
 pub use dtype::Dtype;
 pub use format::{Checkpoint, FormatError, Header, LoadError, SafetensorsFile, TensorInfo};

@@ -11,10 +11,10 @@ use serde::Serialize;
 
 use super::output::{Output, display_name, report_error};
 use super::{Common, EXIT_ERROR, EXIT_NO, EXIT_OK};
-use crate::diff::{DiffError, DiffOptions, DiffReport, Status, diff};
-use crate::format::Checkpoint;
-use crate::jobs::{CancelToken, Progress};
-use crate::ui::model::fmt_value;
+use tensorscope::diff::{DiffError, DiffOptions, DiffReport, Status, diff};
+use tensorscope::format::Checkpoint;
+use tensorscope::jobs::{CancelToken, Progress};
+use tensorscope::text::fmt_value;
 
 /// `tensorscope diff A B`.
 #[derive(Debug, Args)]

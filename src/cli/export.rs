@@ -16,12 +16,12 @@ use super::output::{
     ErrorDoc, Output, display_name, fail, group_digits, path_string, progress_bar, report_error,
 };
 use super::{Common, EXIT_OK};
-use crate::export::{
+use tensorscope::export::{
     Encoding, ExportError, ExportFormat, ExportOptions, ExportReport, PngReport, SizeLimit,
     export_tensor,
 };
-use crate::format::Checkpoint;
-use crate::jobs::{CancelToken, Progress};
+use tensorscope::format::Checkpoint;
+use tensorscope::jobs::{CancelToken, Progress};
 
 /// `tensorscope export FILE TENSOR -o OUT`.
 #[derive(Debug, Args)]

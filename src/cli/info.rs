@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::output::{Output, display_name, group_digits, path_string, report_error};
 use super::{EXIT_OK, InfoArgs};
-use crate::format::{Checkpoint, CheckpointKind, Warning};
+use tensorscope::format::{Checkpoint, CheckpointKind, Warning};
 
 /// One tensor in `info --json`.
 #[derive(Debug, Serialize)]

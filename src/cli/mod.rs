@@ -1,7 +1,8 @@
-//! The command line: `tensorscope [FILE...]` for the GUI, or a verb that
-//! runs headless. Exit codes are a contract (DESIGN.md): 0 success, 1 the
+//! The command line: `tensorscope [FILE...]` for the explorer, or a verb
+//! that runs headless. It uses the library only, never the explorer. Exit codes are a contract (DESIGN.md): 0 success, 1 the
 //! answer is "no", 2 an error.
 
+pub mod desktop;
 mod diff;
 mod export;
 mod info;
@@ -15,7 +16,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::dtype::decode::BitOrder;
+use tensorscope::dtype::decode::BitOrder;
 
 pub use export::ExportArgs;
 pub use output::{ErrorDoc, Output};
@@ -120,8 +121,40 @@ pub struct ValidateArgs {
     pub common: Common,
 }
 
-/// Parses `args` (including the program name) and runs; returns the exit code.
-pub fn run<I, T>(args: I) -> i32
+/// What the command line asks for: `main` dispatches it.
+#[derive(Debug)]
+pub enum Launch {
+    /// A headless verb.
+    Verb(Verb),
+    /// The desktop explorer with these files open.
+    Explorer(ExplorerArgs),
+    /// `--install-desktop`.
+    InstallDesktop,
+    /// Nothing more to do (help, version, a usage error): exit with this code.
+    Exit(i32),
+}
+
+/// What the desktop explorer opens at start.
+#[derive(Debug, Default)]
+#[cfg_attr(
+    not(feature = "gui"),
+    expect(
+        dead_code,
+        reason = "read only by the explorer, which this build lacks"
+    )
+)]
+pub struct ExplorerArgs {
+    /// Files, shard indexes or folders, one tab each.
+    pub files: Vec<PathBuf>,
+    /// Open the built-in demo checkpoint too.
+    pub demo: bool,
+    /// Open A and compare it with B.
+    pub compare: Option<(PathBuf, PathBuf)>,
+}
+
+/// Parses `args` (including the program name). Help, version and usage
+/// errors are printed here and come back as [`Launch::Exit`].
+pub fn parse<I, T>(args: I) -> Launch
 where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
@@ -129,28 +162,40 @@ where
     let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
     let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
-        Err(e) => return usage_error(&e, &args),
+        Err(e) => return Launch::Exit(usage_error(&e, &args)),
     };
-    let mut out = Output::stdout();
     match cli.command {
-        Some(Verb::Info(a)) => info::run(&a, &mut out),
-        Some(Verb::Validate(a)) => validate::run(&a, &mut out),
-        Some(Verb::Stats(a)) => stats::run(&a, &mut out),
-        Some(Verb::Diff(a)) => diff::run(&a, &mut out),
-        Some(Verb::Export(a)) => export::run(&a, &mut out),
-        Some(Verb::Resave(a)) => resave::run(&a, &mut out),
-        None if cli.install_desktop => install_desktop(),
+        Some(verb) => Launch::Verb(verb),
+        None if cli.install_desktop => Launch::InstallDesktop,
         None => {
             let compare = cli.diff.and_then(|v| {
                 let mut it = v.into_iter();
                 Some((it.next()?, it.next()?))
             });
-            crate::ui::run(cli.files, cli.demo, compare)
+            Launch::Explorer(ExplorerArgs {
+                files: cli.files,
+                demo: cli.demo,
+                compare,
+            })
         }
     }
 }
 
-fn install_desktop() -> i32 {
+/// Runs a verb, writing its result on stdout; returns the exit code.
+pub fn run_verb(verb: Verb) -> i32 {
+    let mut out = Output::stdout();
+    match verb {
+        Verb::Info(a) => info::run(&a, &mut out),
+        Verb::Validate(a) => validate::run(&a, &mut out),
+        Verb::Stats(a) => stats::run(&a, &mut out),
+        Verb::Diff(a) => diff::run(&a, &mut out),
+        Verb::Export(a) => export::run(&a, &mut out),
+        Verb::Resave(a) => resave::run(&a, &mut out),
+    }
+}
+
+/// `--install-desktop`: registers this program for `.safetensors` files.
+pub fn install_desktop() -> i32 {
     let exe = match std::env::current_exe().and_then(std::fs::canonicalize) {
         Ok(p) => p,
         Err(e) => {
@@ -158,7 +203,7 @@ fn install_desktop() -> i32 {
             return EXIT_ERROR;
         }
     };
-    match crate::desktop::install(&exe) {
+    match desktop::install(&exe) {
         Ok(report) => {
             for p in &report.written {
                 println!("wrote {}", p.display());

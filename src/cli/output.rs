@@ -1,7 +1,6 @@
 //! Writing a verb's result: one JSON document or human text on stdout, a
 //! closed pipe ending quietly, and the shared error document.
 
-use std::fmt::Write as _;
 use std::io::{self, IsTerminal as _, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -9,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::format::LoadError;
-use crate::jobs::Progress;
+use tensorscope::format::LoadError;
+use tensorscope::jobs::Progress;
 
 /// Where a verb writes its result.
 pub struct Output {
@@ -23,14 +22,6 @@ impl Output {
     pub fn stdout() -> Self {
         Self {
             sink: Box::new(io::stdout().lock()),
-            closed: false,
-        }
-    }
-
-    /// Any writer (tests capture output this way).
-    pub fn to_writer(sink: Box<dyn Write>) -> Self {
-        Self {
-            sink,
             closed: false,
         }
     }
@@ -156,59 +147,4 @@ pub fn progress_bar(progress: &Progress, done: &AtomicBool, started: Instant) {
     }
 }
 
-/// Makes a name safe to print on a terminal: control characters and bidi
-/// overrides are escaped, and very long names are shortened.
-pub fn display_name(name: &str) -> String {
-    const MAX_CHARS: usize = 200;
-    let mut out = String::with_capacity(name.len().min(MAX_CHARS * 2));
-    for (i, c) in name.chars().enumerate() {
-        if i == MAX_CHARS {
-            let _ = write!(out, "…[{} bytes]", name.len());
-            break;
-        }
-        let bidi = matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}');
-        if c.is_control() || bidi {
-            out.extend(c.escape_unicode());
-        } else {
-            out.push(c);
-        }
-    }
-    if name.is_empty() {
-        out.push_str("\"\"");
-    }
-    out
-}
-
-/// Thousands separators for human output.
-pub fn group_digits(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_are_escaped() {
-        assert_eq!(display_name("a\nb"), "a\\u{a}b");
-        assert_eq!(display_name("x\u{202E}y"), "x\\u{202e}y");
-        assert_eq!(display_name(""), "\"\"");
-        let long = "x".repeat(1_000_000);
-        assert!(display_name(&long).len() < 300);
-    }
-
-    #[test]
-    fn digits() {
-        assert_eq!(group_digits(0), "0");
-        assert_eq!(group_digits(1234), "1,234");
-        assert_eq!(group_digits(u64::MAX), "18,446,744,073,709,551,615");
-    }
-}
+pub use tensorscope::text::{display_name, group_digits};

@@ -18,13 +18,13 @@ use super::output::{
     ErrorDoc, Output, display_name, fail, group_digits, path_string, progress_bar, report_error,
 };
 use super::{Common, EXIT_OK};
-use crate::dtype::Dtype;
-use crate::format::Checkpoint;
-use crate::format::convert::{ConversionCounts, Overflow};
-use crate::format::resave::{
+use tensorscope::dtype::Dtype;
+use tensorscope::dtype::convert::{ConversionCounts, Overflow};
+use tensorscope::format::Checkpoint;
+use tensorscope::jobs::{CancelToken, Progress};
+use tensorscope::resave::{
     MetadataEdit, ResaveError, ResaveOptions, ResaveReport, TensorConversion, parse_size, resave,
 };
-use crate::jobs::{CancelToken, Progress};
 
 /// `tensorscope resave FILE -o OUT`.
 #[derive(Debug, Args)]

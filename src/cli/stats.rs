@@ -16,9 +16,9 @@ use serde::Serialize;
 
 use super::output::{ErrorDoc, Output, display_name, group_digits, path_string, report_error};
 use super::{Common, EXIT_ERROR, EXIT_OK};
-use crate::format::{Checkpoint, TensorRef};
-use crate::jobs::{CancelToken, Progress};
-use crate::stats::{
+use tensorscope::format::{Checkpoint, TensorRef};
+use tensorscope::jobs::{CancelToken, Progress};
+use tensorscope::stats::{
     DEFAULT_BINS, Histogram, MAX_BINS, QUANTILES, Scalar, ScanReport, StatsError, StatsOptions,
     Summary, TensorStats, ValueStats, scan,
 };

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::output::{Output, display_name, path_string, report_error};
 use super::{EXIT_NO, EXIT_OK, ValidateArgs};
-use crate::format::{Checkpoint, LoadError, Warning};
+use tensorscope::format::{Checkpoint, LoadError, Warning};
 
 /// Why a file is invalid, in `validate --json`.
 #[derive(Debug, Serialize)]
@@ -73,9 +73,9 @@ impl ValidateDoc {
                     _ => None,
                 },
                 detected_format: format
-                    .and_then(crate::format::FormatError::detected_format)
-                    .map(crate::format::ForeignFormat::id),
-                rule: format.map(crate::format::FormatError::rule),
+                    .and_then(tensorscope::format::FormatError::detected_format)
+                    .map(tensorscope::format::ForeignFormat::id),
+                rule: format.map(tensorscope::format::FormatError::rule),
             }),
             warnings: Vec::new(),
         }

@@ -778,7 +778,7 @@ pub fn abs_delta_map(
     options: &DiffOptions,
     cancel: &CancelToken,
     progress: &Progress,
-) -> Result<Option<crate::heatmap::Heatmap>, Cancelled> {
+) -> Result<Option<crate::stats::heatmap::Heatmap>, Cancelled> {
     let (Some(ia), Some(ib)) = (a.info(pair.a), b.info(pair.b)) else {
         return Ok(None);
     };
@@ -829,7 +829,7 @@ pub fn abs_delta_map(
     let finite = cells.iter().copied().filter(|v| v.is_finite());
     let min = finite.clone().reduce(f64::min);
     let max = finite.reduce(f64::max);
-    Ok(Some(crate::heatmap::Heatmap {
+    Ok(Some(crate::stats::heatmap::Heatmap {
         width,
         height,
         cells,

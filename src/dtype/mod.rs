@@ -1,6 +1,7 @@
 //! Element types of the safetensors format: their names, sizes in bits, the
 //! writer's order, and (in [`decode`]) bit-exact decoders to `f64`/`f32`.
 
+pub mod convert;
 pub mod decode;
 
 use std::fmt;

@@ -14,7 +14,7 @@
 //!   of BF16/F8/F6/F4 as integers.
 //! - `.bin`: the tensor's bytes exactly as stored (little-endian; F4/F6
 //!   packed as in the file).
-//! - `.png`: the heatmap of [`crate::heatmap`] with its colour map. By
+//! - `.png`: the heatmap of [`crate::stats::heatmap`] with its colour map. By
 //!   default an N-D tensor is flattened to (first axis) × (all other axes),
 //!   as the CSV is, so every element counts; pooled into at most
 //!   [`PNG_MAX_SIDE`] cells per side by max |x|; images smaller than 256
@@ -55,8 +55,8 @@ use crate::dtype::Dtype;
 use crate::dtype::decode::{BitOrder, code_at, decode_f32};
 use crate::format::write::{ShortWriter, WriteError, atomic_write, cancelled_io_error, same_file};
 use crate::format::{Checkpoint, LoadError, TensorRef};
-use crate::heatmap::{self, HeatmapError, HeatmapRequest, Pooling};
 use crate::jobs::{CancelToken, Progress};
+use crate::stats::heatmap::{self, HeatmapError, HeatmapRequest, Pooling};
 
 /// CSV exports above this many elements are refused unless forced.
 pub const CSV_MAX_ELEMENTS: u64 = 10_000_000;
@@ -314,7 +314,7 @@ impl ExportError {
             ExportError::WouldOverwriteSource { .. } => "WouldOverwriteSource",
             ExportError::NoSuchTensor => "UnknownTensor",
             ExportError::Load(e) => e.kind(),
-            ExportError::Write(e) => crate::format::resave::write_kind(e),
+            ExportError::Write(e) => crate::resave::write_kind(e),
             ExportError::Cancelled => "Cancelled",
         }
     }

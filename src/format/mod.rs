@@ -8,13 +8,11 @@
 //! metadata edits, [`convert`]ed dtypes, re-sharding) safely.
 
 mod checkpoint;
-pub mod convert;
 mod detect;
 mod error;
 mod file;
 mod map;
 mod parse;
-pub mod resave;
 pub mod write;
 
 use std::path::PathBuf;

@@ -5,6 +5,10 @@
 //! The CLI calls the same library functions synchronously; the GUI wraps
 //! them in a `Job`. Dropping a `Job` cancels it.
 
+mod pool;
+
+pub use pool::on_job_pool;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
@@ -177,7 +181,9 @@ impl<T: Send + 'static> Job<T> {
             finished: false,
         })
     }
+}
 
+impl<T> Job<T> {
     /// Takes the result once it is there.
     pub fn poll(&mut self) -> JobState<T> {
         if self.finished {
@@ -225,6 +231,11 @@ impl<T: Send + 'static> Job<T> {
     /// Asks the job to stop; it still sends whatever it returns.
     pub fn cancel(&self) {
         self.cancel.cancel();
+    }
+
+    /// True once [`Job::cancel`] was called (or the job dropped).
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
     }
 }
 

@@ -26,6 +26,7 @@
 mod bins;
 mod codes;
 mod float;
+pub mod heatmap;
 mod ints;
 mod kernel;
 mod moments;

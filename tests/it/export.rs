@@ -15,8 +15,8 @@ use tensorscope::export::{
     Encoding, ExportError, ExportFormat, ExportOptions, ExportReport, SizeLimit, export_tensor,
 };
 use tensorscope::format::Checkpoint;
-use tensorscope::heatmap::{self, HeatmapRequest, Pooling, colour_rgb};
 use tensorscope::jobs::{CancelToken, Progress};
+use tensorscope::stats::heatmap::{self, HeatmapRequest, Pooling, colour_rgb};
 
 use crate::fixtures::{
     REF_DTYPES, RefTensor, one_tensor, ref_nbytes, reference_file, with_header, write,

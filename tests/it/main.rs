@@ -12,4 +12,5 @@ mod props;
 mod resave;
 mod shards;
 mod stats;
+#[cfg(feature = "gui")]
 mod ui;

@@ -18,12 +18,12 @@ use half::{bf16, f16};
 use proptest::prelude::*;
 use safetensors::Dtype as RefDtype;
 use tensorscope::Dtype;
-use tensorscope::format::convert::{ConversionCounts, Converter, Overflow};
-use tensorscope::format::resave::{
-    MetadataEdit, ResaveError, ResaveOptions, ResaveReport, execute, plan, resave,
-};
+use tensorscope::dtype::convert::{ConversionCounts, Converter, Overflow};
 use tensorscope::format::{Checkpoint, INDEX_FILE_NAME};
 use tensorscope::jobs::{CancelToken, Progress};
+use tensorscope::resave::{
+    MetadataEdit, ResaveError, ResaveOptions, ResaveReport, execute, plan, resave,
+};
 
 use crate::fixtures::{RefTensor, reference_file, write};
 

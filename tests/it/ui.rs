@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
-use tensorscope::ui::app::{Command, Load};
-use tensorscope::ui::dialog::{DialogResult, FileDialog};
-use tensorscope::ui::{State, TensorscopeApp};
+use tensorscope::gui::app::{Command, Load};
+use tensorscope::gui::dialog::{DialogResult, FileDialog};
+use tensorscope::gui::{State, TensorscopeApp};
 
 use crate::fixtures::{small_model, with_header, write};
 

@@ -135,7 +135,7 @@ impl StatsState {
             ..StatsOptions::default()
         };
         if let Ok(job) = Job::spawn("tensor-stats", repaint, move |cancel, progress| {
-            super::on_job_pool(|| stats::tensor_stats(&ck, tref, &options, cancel, progress))
+            crate::jobs::on_job_pool(|| stats::tensor_stats(&ck, tref, &options, cancel, progress))
         }) {
             // Replacing the pending job drops (cancels) the previous one.
             self.pending = Some(((index, order), job));
@@ -165,7 +165,7 @@ impl StatsState {
                 let refs: Vec<TensorRef> = batch.iter().map(|(_, t)| *t).collect();
                 let inner = crate::jobs::Progress::new();
                 let report =
-                    super::on_job_pool(|| stats::scan(&ck, &refs, &options, cancel, &inner))?;
+                    crate::jobs::on_job_pool(|| stats::scan(&ck, &refs, &options, cancel, &inner))?;
                 progress.add(inner.done());
                 if let Ok(mut figs) = shared.lock() {
                     for ((i, _), t) in batch.iter().zip(&report.tensors) {

@@ -13,13 +13,13 @@ use super::app::Command;
 use super::dialog::{DialogResult, FileDialog};
 use super::model::human_bytes;
 use crate::dtype::Dtype;
+use crate::dtype::convert::{CONVERT_TO, Overflow, is_supported};
 use crate::export::{
     self, Encoding, ExportError, ExportFormat, ExportOptions, ExportReport, SizeLimit,
 };
-use crate::format::convert::{CONVERT_TO, Overflow, is_supported};
-use crate::format::resave::{self, MetadataEdit, ResaveError, ResaveOptions, ResaveReport};
 use crate::format::{Checkpoint, CheckpointKind};
 use crate::jobs::{Job, JobState};
+use crate::resave::{self, MetadataEdit, ResaveError, ResaveOptions, ResaveReport};
 
 /// A file-name-safe form of a tensor name.
 fn file_stem(name: &str) -> String {

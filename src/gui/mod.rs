@@ -2,6 +2,7 @@
 //! draws the library's state and runs long work as [`crate::jobs::Job`]s.
 
 pub mod app;
+pub mod demo;
 pub mod dialog;
 pub mod diff_view;
 pub mod error_pane;
@@ -15,7 +16,6 @@ pub mod table;
 pub mod tensor_view;
 pub mod theme;
 
-use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use eframe::egui;
@@ -23,56 +23,7 @@ use std::sync::Arc;
 
 pub use app::{Command, State, TensorscopeApp};
 
-/// Makes untrusted text (names, metadata) safe to draw on one line:
-/// control characters and bidi overrides are shown escaped, and text past
-/// `max_chars` is cut with a note of its length.
-pub fn safe_text(s: &str, max_chars: usize) -> String {
-    escape(s, max_chars, false)
-}
-
-/// Like [`safe_text`] but keeps line breaks and tabs.
-pub fn safe_multiline(s: &str, max_chars: usize) -> String {
-    escape(s, max_chars, true)
-}
-
-fn escape(s: &str, max_chars: usize, keep_lines: bool) -> String {
-    let mut out = String::with_capacity(s.len().min(max_chars.saturating_mul(4)));
-    for (i, c) in s.chars().enumerate() {
-        if i == max_chars {
-            let _ = write!(out, "… ({} bytes in all)", s.len());
-            break;
-        }
-        let bidi = matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}');
-        if keep_lines && (c == '\n' || c == '\t') {
-            out.push(c);
-        } else if c.is_control() || bidi {
-            out.extend(c.escape_unicode());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-/// Runs `work` on the thread pool of the GUI's jobs: all cores but one (at
-/// least one thread), so the window stays responsive while a multi-GB scan
-/// or diff runs. Falls back to the calling thread if no pool can be made.
-pub fn on_job_pool<R: Send>(work: impl FnOnce() -> R + Send) -> R {
-    static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
-    let pool = POOL.get_or_init(|| {
-        let threads =
-            std::thread::available_parallelism().map_or(1, |n| n.get().saturating_sub(1).max(1));
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .thread_name(|i| format!("tensorscope-job-{i}"))
-            .build()
-            .ok()
-    });
-    match pool {
-        Some(p) => p.install(work),
-        None => work(),
-    }
-}
+pub use crate::text::{safe_multiline, safe_text};
 
 /// A running job's row: a spinner, a label, a progress bar once the total
 /// is known, and a Cancel button.
@@ -167,12 +118,5 @@ mod tests {
             .filter(|&c| !ctx.fonts_mut(|f| f.has_glyph(&egui::FontId::proportional(14.0), c)))
             .collect();
         assert!(missing.is_empty(), "no glyph for {missing:?}");
-    }
-
-    #[test]
-    fn untrusted_text_is_escaped() {
-        assert_eq!(safe_text("a\nb\u{202E}", 10), "a\\u{a}b\\u{202e}");
-        assert_eq!(safe_multiline("a\nb", 10), "a\nb");
-        assert!(safe_text(&"x".repeat(1 << 20), 100).len() < 200);
     }
 }

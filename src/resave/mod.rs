@@ -33,7 +33,7 @@
 //! use std::sync::Arc;
 //! use tensorscope::Dtype;
 //! use tensorscope::format::Checkpoint;
-//! use tensorscope::format::resave::{MetadataEdit, ResaveOptions, execute, plan};
+//! use tensorscope::resave::{MetadataEdit, ResaveOptions, execute, plan};
 //! use tensorscope::jobs::{Job, JobState};
 //!
 //! let ck = Arc::new(Checkpoint::open(Path::new("model.safetensors"))?);
@@ -64,15 +64,15 @@ use std::path::{Path, PathBuf};
 
 use regex::Regex;
 
-use super::LoadError;
-use super::checkpoint::{Checkpoint, CheckpointKind, INDEX_FILE_NAME, TensorRef};
-use super::convert::{ConversionCounts, Converter, Overflow, convert_chunks, is_supported};
-use super::file::SafetensorsFile;
-use super::write::{
+use crate::dtype::Dtype;
+use crate::dtype::convert::{ConversionCounts, Converter, Overflow, convert_chunks, is_supported};
+use crate::format::LoadError;
+use crate::format::SafetensorsFile;
+use crate::format::write::{
     CommitError, FinishedFile, PendingFile, ShortWriter, TensorEntry, WriteError,
     cancelled_io_error, commit_all, header_for_entries, same_file,
 };
-use crate::dtype::Dtype;
+use crate::format::{Checkpoint, CheckpointKind, INDEX_FILE_NAME, TensorRef};
 use crate::jobs::{CancelToken, Progress};
 
 /// Bytes per copy chunk (and between cancellation checks).

@@ -8,11 +8,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The desktop entry template (its `Exec=` line is rewritten on install).
-pub const DESKTOP_ENTRY: &str = include_str!("../assets/tensorscope.desktop");
+pub const DESKTOP_ENTRY: &str = include_str!("../../assets/tensorscope.desktop");
 /// The shared-mime-info description of `*.safetensors`.
-pub const MIME_XML: &str = include_str!("../assets/tensorscope-mime.xml");
+pub const MIME_XML: &str = include_str!("../../assets/tensorscope-mime.xml");
 /// The scalable icon.
-pub const ICON_SVG: &str = include_str!("../assets/tensorscope.svg");
+pub const ICON_SVG: &str = include_str!("../../assets/tensorscope.svg");
 /// The MIME type of safetensors files.
 pub const MIME_TYPE: &str = "application/x-safetensors";
 /// The desktop entry's file name.

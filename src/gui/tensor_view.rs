@@ -13,8 +13,8 @@ use super::stats_view::{self, StatsState};
 use crate::dtype::decode::{BitOrder, code_at, decode_c64, decode_one_f64, format_code_hex};
 use crate::dtype::{Dtype, DtypeKind};
 use crate::format::{Checkpoint, TensorInfo};
-use crate::heatmap::{self, Heatmap, HeatmapError, HeatmapRequest, Pooling};
 use crate::jobs::{Job, JobState};
+use crate::stats::heatmap::{self, Heatmap, HeatmapError, HeatmapRequest, Pooling};
 
 /// Which page the side panel shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -9,6 +9,7 @@ use regex::Regex;
 
 use crate::dtype::Dtype;
 use crate::format::{Checkpoint, TensorInfo};
+pub use crate::text::{fmt_shape, fmt_value, human_bytes, human_count};
 
 /// A column of the tensor table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -357,60 +358,6 @@ pub fn dtype_totals(ck: &Checkpoint) -> (Vec<(Dtype, DtypeTotals)>, DtypeTotals)
     (per.into_values().collect(), all)
 }
 
-/// Bytes in binary units for display (`1.5 GiB`).
-pub fn human_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-    if bytes < 1024 {
-        return format!("{bytes} B");
-    }
-    let mut v = bytes as f64;
-    let mut unit = 0;
-    while v >= 1024.0 && unit < UNITS.len() - 1 {
-        v /= 1024.0;
-        unit += 1;
-    }
-    format!("{v:.1} {}", UNITS[unit])
-}
-
-/// A count with a metric suffix for display (`7.2B`).
-pub fn human_count(n: u64) -> String {
-    match n {
-        0..1_000 => n.to_string(),
-        1_000..1_000_000 => format!("{:.1}K", n as f64 / 1e3),
-        1_000_000..1_000_000_000 => format!("{:.1}M", n as f64 / 1e6),
-        1_000_000_000..1_000_000_000_000 => format!("{:.2}B", n as f64 / 1e9),
-        _ => format!("{:.2}T", n as f64 / 1e12),
-    }
-}
-
-/// A value for display: shortest round-trip form, scientific when large
-/// or tiny.
-pub fn fmt_value(x: f64) -> String {
-    if x.is_nan() {
-        return "NaN".into();
-    }
-    if x.is_infinite() {
-        return if x > 0.0 {
-            "+Inf".into()
-        } else {
-            "-Inf".into()
-        };
-    }
-    let a = x.abs();
-    if a != 0.0 && !(1e-4..1e7).contains(&a) {
-        format!("{x:.6e}")
-    } else {
-        let s = format!("{x}");
-        if s.len() > 12 { format!("{x:.6}") } else { s }
-    }
-}
-
-/// A shape for display: `[4096, 11008]`, `[]` for a scalar.
-pub fn fmt_shape(shape: &[u64]) -> String {
-    let parts: Vec<String> = shape.iter().map(u64::to_string).collect();
-    format!("[{}]", parts.join(", "))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -456,15 +403,5 @@ mod tests {
         assert!(NameFilter::parse("  ").expect("ok").matches("anything"));
         let f = NameFilter::parse("ÄB").expect("ok");
         assert!(f.matches("xäbx"));
-    }
-
-    #[test]
-    fn formatting() {
-        assert_eq!(human_bytes(1536), "1.5 KiB");
-        assert_eq!(human_count(7_241_732_096), "7.24B");
-        assert_eq!(fmt_value(0.5), "0.5");
-        assert_eq!(fmt_value(f64::NEG_INFINITY), "-Inf");
-        assert_eq!(fmt_value(1e-9), "1.000000e-9");
-        assert_eq!(fmt_shape(&[]), "[]");
     }
 }

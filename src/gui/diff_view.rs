@@ -16,8 +16,8 @@ use crate::diff::{
     self, DeltaHistogram, DiffError, DiffOptions, DiffReport, Pair, Status, TensorDiff,
 };
 use crate::format::{Checkpoint, LoadError};
-use crate::heatmap::Heatmap;
 use crate::jobs::{Job, JobState};
+use crate::stats::heatmap::Heatmap;
 use crate::stats::{self, StatsOptions, TensorStats};
 
 /// One line of the diff table.
@@ -171,7 +171,9 @@ impl CompareState {
         {
             let (a, b) = (Arc::clone(a), Arc::clone(b));
             self.job = Job::spawn("diff", repaint, move |cancel, progress| {
-                super::on_job_pool(|| diff::diff(&a, &b, &DiffOptions::default(), cancel, progress))
+                crate::jobs::on_job_pool(|| {
+                    diff::diff(&a, &b, &DiffOptions::default(), cancel, progress)
+                })
             })
             .ok();
         }

@@ -551,12 +551,12 @@ impl TensorscopeApp {
             }
             Command::OpenDemo => {
                 let repaint = self.repaint_fn();
-                let path = crate::demo::demo_folder().join(crate::demo::DEMO_FILE_NAME);
+                let path = super::demo::demo_folder().join(super::demo::DEMO_FILE_NAME);
                 match Job::spawn("open-demo", repaint, |_, _| {
                     let path =
-                        crate::demo::write_demo(&crate::demo::demo_folder()).map_err(|e| {
+                        super::demo::write_demo(&super::demo::demo_folder()).map_err(|e| {
                             LoadError::Io {
-                                path: crate::demo::demo_folder(),
+                                path: super::demo::demo_folder(),
                                 source: std::io::Error::other(e.to_string()).into(),
                             }
                         })?;

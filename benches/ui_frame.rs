@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use egui_kittest::Harness;
 use tensorscope::dtype::Dtype;
 use tensorscope::format::write::{TensorSource, write_file};
-use tensorscope::gui::app::Command;
+use tensorscope::gui::Command;
 use tensorscope::gui::dialog::{DialogResult, FileDialog};
 use tensorscope::gui::{State, TensorscopeApp};
 use tensorscope::jobs::{CancelToken, Progress};
@@ -60,7 +60,7 @@ fn main() {
         .build_ui_state(|ui, app: &mut TensorscopeApp| app.frame_ui(ui), app);
     h.state_mut().send(Command::Open(path.clone()));
     let deadline = Instant::now() + Duration::from_mins(2);
-    while h.state().is_busy() || !h.state().commands.is_empty() {
+    while !h.state().is_idle() {
         h.step();
         assert!(Instant::now() < deadline, "open did not finish");
         std::thread::sleep(Duration::from_millis(2));
@@ -116,24 +116,15 @@ fn main() {
 
     // Sorting and filtering are one-off costs on a click or keystroke.
     let t = Instant::now();
-    if let Some(tab) = h.state_mut().active_tab_mut() {
-        tab.table.sort = Some((
-            tensorscope::gui::model::Column::Name,
-            tensorscope::gui::model::Direction::Ascending,
-        ));
-        tab.table.dirty = true;
-    }
+    h.state_mut()
+        .send(Command::SortBy(tensorscope::gui::model::Column::Name));
     h.step();
     println!(
         "frame with a natural-order sort of 100,000 names: {:.2} ms",
         t.elapsed().as_secs_f64() * 1e3
     );
     let t = Instant::now();
-    if let Some(tab) = h.state_mut().active_tab_mut() {
-        tab.table.filter_text = "experts.7".into();
-        tab.table.filter = tensorscope::gui::model::NameFilter::parse("experts.7");
-        tab.table.dirty = true;
-    }
+    h.state_mut().send(Command::SetFilter("experts.7".into()));
     h.step();
     println!(
         "frame with a substring filter over 100,000 names: {:.2} ms",

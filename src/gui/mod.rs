@@ -1,58 +1,39 @@
-//! The desktop explorer (egui/eframe). Only this module knows egui: it
-//! draws the library's state and runs long work as [`crate::jobs::Job`]s.
+//! The desktop explorer (egui/eframe), behind the `gui` feature. Only this
+//! module knows egui. A frame collects finished background jobs, draws the
+//! panels, and runs the [`Command`]s they sent (see `ARCHITECTURE.md`):
+//!
+//! - [`app`]: the frame loop; [`runner`]: the one place commands change the
+//!   session and start jobs, whose work is in [`work`];
+//! - [`command`] and [`state`]: plain data, importing no panel;
+//!   [`task`]: the one type for a value computed in the background;
+//! - [`panels`]: drawing only; [`model`]: the table's sorting, filtering and
+//!   tree as plain functions; [`dialog`]: the native dialogs behind a trait.
 
 pub mod app;
+pub mod command;
 pub mod demo;
 pub mod dialog;
-pub mod diff_view;
-pub mod error_pane;
 pub mod model;
-pub mod panels;
-pub mod picker;
-pub mod save_dialogs;
-pub mod side;
-pub mod stats_view;
-pub mod table;
-pub mod tensor_view;
-pub mod theme;
+mod panels;
+mod runner;
+pub mod state;
+pub mod task;
+mod theme;
+mod work;
 
 use std::path::PathBuf;
-
-use eframe::egui;
 use std::sync::Arc;
 
-pub use app::{Command, State, TensorscopeApp};
+use eframe::egui;
+
+pub use app::TensorscopeApp;
+pub use command::Command;
+pub use state::State;
 
 pub use crate::text::{safe_multiline, safe_text};
 
-/// A running job's row: a spinner, a label, a progress bar once the total
-/// is known, and a Cancel button.
-pub fn job_row<T: Send + 'static>(
-    ui: &mut egui::Ui,
-    job: &crate::jobs::Job<T>,
-    label: &str,
-    width: f32,
-) {
-    ui.horizontal(|ui| {
-        ui.spinner();
-        if !label.is_empty() {
-            ui.label(label);
-        }
-        if let Some(f) = job.progress().fraction() {
-            ui.add(
-                egui::ProgressBar::new(f)
-                    .desired_width(width)
-                    .show_percentage(),
-            );
-        }
-        if ui.button("Cancel").clicked() {
-            job.cancel();
-        }
-    });
-}
-
-/// Opens the window with `files` (and the demo when asked); returns the
-/// process exit code.
+/// Opens the window with `files` (and the demo when asked), and `compare`
+/// as A compared with B; returns the process exit code.
 pub fn run(files: Vec<PathBuf>, demo: bool, compare: Option<(PathBuf, PathBuf)>) -> i32 {
     let options = eframe::NativeOptions {
         viewport: egui::ViewportBuilder::default()
@@ -76,15 +57,15 @@ pub fn run(files: Vec<PathBuf>, demo: bool, compare: Option<(PathBuf, PathBuf)>)
                 .unwrap_or_default();
             theme::setup(&cc.egui_ctx);
             let mut app = TensorscopeApp::new(state, Arc::new(dialog::NativeDialog));
-            app.set_context(cc.egui_ctx.clone());
             for f in files {
-                app.open(f);
+                app.send(Command::Open(f));
             }
             if demo {
                 app.send(Command::OpenDemo);
             }
             if let Some((a, b)) = compare {
-                app.open(a);
+                // Compare acts on the active tab: A's, once Open has run.
+                app.send(Command::Open(a));
                 app.send(Command::Compare(b));
             }
             Ok(Box::new(app))

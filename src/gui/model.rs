@@ -9,7 +9,6 @@ use regex::Regex;
 
 use crate::dtype::Dtype;
 use crate::format::{Checkpoint, TensorInfo};
-pub use crate::text::{fmt_shape, fmt_value, human_bytes, human_count};
 
 /// A column of the tensor table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]

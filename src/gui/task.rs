@@ -95,10 +95,13 @@ impl<K, T, E> Task<K, T, E> {
         self.running.as_ref().map(|r| &r.key)
     }
 
-    /// Asks the running job to stop; it ends as [`Failure::Cancelled`].
-    pub fn cancel(&self) {
-        if let Some(r) = &self.running {
-            r.job.cancel();
+    /// Stops the running job: its handle is dropped, which asks the work
+    /// to stop at its next check, and the task ends as
+    /// [`Failure::Cancelled`] at once (work that ignores cancellation, such
+    /// as parsing a header, is abandoned rather than waited for).
+    pub fn cancel(&mut self) {
+        if let Some(Running { key, .. }) = self.running.take() {
+            self.push(key, Err(Failure::Cancelled));
         }
     }
 
@@ -248,7 +251,7 @@ mod tests {
             }),
         );
         t.cancel();
-        settle(&mut t);
+        assert!(!t.is_running());
         assert_eq!(t.latest(), Some(&Err(Failure::Cancelled)));
         t.start((), job(|_| -> Result<(), String> { panic!("boom") }));
         settle(&mut t);

@@ -3,13 +3,15 @@
 
 use eframe::egui;
 
-use super::app::{Command, Tab};
-use super::model::{human_bytes, human_count};
-use super::tensor_view::{self, SidePage};
+use super::tensor;
 use crate::format::CheckpointKind;
+use crate::gui::command::Command;
+use crate::gui::safe_text;
+use crate::gui::state::{SidePage, Tab};
+use crate::text::{human_bytes, human_count};
 
 /// Draws the side panel for a ready tab.
-pub fn side_panel_ui(ui: &mut egui::Ui, tab: &mut Tab, commands: &mut Vec<Command>) {
+pub fn side_panel_ui(ui: &mut egui::Ui, tab: &mut Tab, out: &mut Vec<Command>) {
     ui.horizontal(|ui| {
         for (page, label) in [
             (SidePage::Tensor, "Tensor"),
@@ -21,7 +23,7 @@ pub fn side_panel_ui(ui: &mut egui::Ui, tab: &mut Tab, commands: &mut Vec<Comman
     });
     ui.separator();
     match tab.view.page {
-        SidePage::Tensor => tensor_view::tensor_view_ui(ui, tab, commands),
+        SidePage::Tensor => tensor::tensor_view_ui(ui, tab, out),
         SidePage::File => file_ui(ui, tab),
         SidePage::Metadata => metadata_ui(ui, tab),
     }
@@ -41,8 +43,7 @@ fn file_ui(ui: &mut egui::Ui, tab: &Tab) {
                 .show(ui, |ui| {
                     ui.weak("Path");
                     ui.add(
-                        egui::Label::new(super::safe_text(&ck.path.display().to_string(), 1000))
-                            .wrap(),
+                        egui::Label::new(safe_text(&ck.path.display().to_string(), 1000)).wrap(),
                     );
                     ui.end_row();
                     ui.weak("Kind");
@@ -103,7 +104,7 @@ fn file_ui(ui: &mut egui::Ui, tab: &Tab) {
                 for s in &ck.shards {
                     ui.label(format!(
                         "{}  ·  {} tensors  ·  {}",
-                        super::safe_text(&s.name, 200),
+                        safe_text(&s.name, 200),
                         s.file.header().tensors.len(),
                         human_bytes(s.file.file_size())
                     ));
@@ -117,7 +118,7 @@ fn file_ui(ui: &mut egui::Ui, tab: &Tab) {
                 for w in ck.warnings.iter().take(1000) {
                     ui.horizontal_wrapped(|ui| {
                         ui.colored_label(ui.visuals().warn_fg_color, w.kind);
-                        ui.label(super::safe_text(&w.message, 500));
+                        ui.label(safe_text(&w.message, 500));
                     });
                 }
             }
@@ -125,11 +126,11 @@ fn file_ui(ui: &mut egui::Ui, tab: &Tab) {
 }
 
 fn metadata_ui(ui: &mut egui::Ui, tab: &mut Tab) {
-    let Some(loaded) = tab.loaded() else {
+    let Some(loaded) = tab.load.value() else {
         return;
     };
-    let ck = std::sync::Arc::clone(&loaded.ck);
-    let entries: Vec<(String, String)> = crate::diff::metadata_of(&ck).into_iter().collect();
+    let ck = &loaded.ck;
+    let entries = &loaded.metadata;
     ui.horizontal(|ui| {
         ui.add(
             egui::TextEdit::singleline(&mut tab.view.meta_filter)
@@ -157,7 +158,7 @@ fn metadata_ui(ui: &mut egui::Ui, tab: &mut Tab) {
     egui::ScrollArea::vertical()
         .auto_shrink(false)
         .show(ui, |ui| {
-            for (k, v) in &entries {
+            for (k, v) in entries {
                 if !needle.is_empty()
                     && !k.to_lowercase().contains(&needle)
                     && !v.to_lowercase().contains(&needle)
@@ -165,7 +166,7 @@ fn metadata_ui(ui: &mut egui::Ui, tab: &mut Tab) {
                     continue;
                 }
                 ui.horizontal(|ui| {
-                    ui.strong(super::safe_text(k, 200));
+                    ui.strong(safe_text(k, 200));
                     if ui
                         .small_button("copy")
                         .on_hover_text("Copy the value")
@@ -189,15 +190,14 @@ fn metadata_ui(ui: &mut egui::Ui, tab: &mut Tab) {
                         .show(ui, |ui| {
                             ui.add(
                                 egui::Label::new(
-                                    egui::RichText::new(super::safe_text(&pretty, 100_000))
-                                        .monospace(),
+                                    egui::RichText::new(safe_text(&pretty, 100_000)).monospace(),
                                 )
                                 .wrap(),
                             );
                         });
                     }
                     None => {
-                        ui.add(egui::Label::new(super::safe_text(v, 5000)).wrap());
+                        ui.add(egui::Label::new(safe_text(v, 5000)).wrap());
                     }
                 }
                 ui.add_space(4.0);

@@ -5,26 +5,25 @@
 use eframe::egui;
 use egui_extras::{Column as TableColumn, TableBuilder};
 
-use super::app::{Command, SelectMode, Tab, TensorscopeApp};
-use super::model::{Column, Direction, NameFilter, TreeRow, fmt_shape, fmt_value, human_bytes};
 use crate::dtype::Dtype;
+use crate::gui::command::Command;
+use crate::gui::model::{Column, Direction, TreeRow};
+use crate::gui::safe_text;
+use crate::gui::state::{SelectMode, Tab};
+use crate::text::{fmt_shape, fmt_value, human_bytes};
 
 /// Draws the filter row and the table.
-pub fn table_panel_ui(
-    ui: &mut egui::Ui,
-    tab: &mut Tab,
-    tree_view: &mut bool,
-    commands: &mut Vec<Command>,
-) {
-    let Some(loaded) = tab.loaded() else {
+pub fn table_panel_ui(ui: &mut egui::Ui, tab: &mut Tab, tree_view: bool, out: &mut Vec<Command>) {
+    if tab.loaded().is_none() {
+        return;
+    }
+    filter_row_ui(ui, tab, tree_view, out);
+    let Some(loaded) = tab.load.value() else {
         return;
     };
-    let ck = std::sync::Arc::clone(&loaded.ck);
-    let present: Vec<Dtype> = loaded.totals.0.iter().map(|(d, _)| *d).collect();
-    filter_row_ui(ui, tab, &present, tree_view);
+    let ck = &loaded.ck;
     // Clicks on a cell's text must reach the row (selection), not select text.
     ui.style_mut().interaction.selectable_labels = false;
-    let _ = commands;
 
     if !ui.ctx().egui_wants_keyboard_input() {
         let (up, down) = ui.input(|i| {
@@ -34,16 +33,17 @@ pub fn table_panel_ui(
             )
         });
         if up {
-            TensorscopeApp::move_cursor(tab, -1);
+            out.push(Command::MoveCursor(-1));
         }
         if down {
-            TensorscopeApp::move_cursor(tab, 1);
+            out.push(Command::MoveCursor(1));
         }
     }
 
     let modifiers = ui.input(|i| i.modifiers);
     let sharded = ck.is_sharded();
-    let scanned = tab.view.scan_figures().is_some();
+    let scan = tab.tensor.scan.as_ref().map(|s| s.figures.as_slice());
+    let scanned = scan.is_some();
     let row_height = ui.text_style_height(&egui::TextStyle::Body) + 6.0;
     let mut columns: Vec<(Column, &str)> = vec![
         (Column::Name, "Name"),
@@ -88,7 +88,7 @@ pub fn table_panel_ui(
                 };
                 builder = builder.column(TableColumn::initial(w).at_least(40.0).clip(true));
             }
-            if let Some(row) = tab.table.scroll_to.take() {
+            if let Some(row) = tab.view.scroll_to.take() {
                 builder = builder.scroll_to_row(row, None);
             }
             let sort = tab.table.sort;
@@ -115,7 +115,7 @@ pub fn table_panel_ui(
                 }
             });
 
-            let tree_mode = *tree_view;
+            let tree_mode = tree_view;
             let count = if tree_mode {
                 tab.table.tree.len()
             } else {
@@ -149,11 +149,8 @@ pub fn table_panel_ui(
                             let arrow = if expanded { "⏷" } else { "⏵" };
                             let last = prefix.rsplit('.').next().unwrap_or(&prefix);
                             ui.label(
-                                egui::RichText::new(format!(
-                                    "{arrow} {}",
-                                    super::safe_text(last, 200)
-                                ))
-                                .strong(),
+                                egui::RichText::new(format!("{arrow} {}", safe_text(last, 200)))
+                                    .strong(),
                             );
                             ui.weak(format!("({count})"));
                         });
@@ -178,11 +175,7 @@ pub fn table_panel_ui(
                         return;
                     };
                     row.set_selected(tab.table.selection.contains(&index));
-                    let scan = if scanned {
-                        TensorscopeApp::scan_row(tab, index)
-                    } else {
-                        None
-                    };
+                    let scan = scan.and_then(|s| s.get(index).copied().flatten());
                     row.col(|ui| {
                         ui.add_space(depth as f32 * 14.0);
                         let shown = if tree_mode {
@@ -191,11 +184,11 @@ pub fn table_panel_ui(
                             &info.name
                         };
                         ui.add(
-                            egui::Label::new(super::safe_text(shown, 300))
+                            egui::Label::new(safe_text(shown, 300))
                                 .truncate()
                                 .selectable(false),
                         )
-                        .on_hover_text(super::safe_text(&info.name, 2000));
+                        .on_hover_text(safe_text(&info.name, 2000));
                     });
                     row.col(|ui| {
                         ui.monospace(info.dtype.name());
@@ -263,7 +256,7 @@ pub fn table_panel_ui(
                                 .and_then(|t| ck.shards.get(t.shard))
                                 .map_or("", |s| s.name.as_str());
                             ui.add(
-                                egui::Label::new(super::safe_text(shard, 200))
+                                egui::Label::new(safe_text(shard, 200))
                                     .truncate()
                                     .selectable(false),
                             );
@@ -284,76 +277,73 @@ pub fn table_panel_ui(
         });
 
     if let Some(c) = clicked_header {
-        tab.table.sort = match tab.table.sort {
-            Some((s, Direction::Ascending)) if s == c => Some((c, Direction::Descending)),
-            _ => Some((c, Direction::Ascending)),
-        };
-        tab.table.dirty = true;
+        out.push(Command::SortBy(c));
     }
     if let Some((index, mode)) = clicked {
-        TensorscopeApp::select(tab, index, mode);
+        out.push(Command::Select { index, mode });
     }
     if let Some(prefix) = toggle_group {
-        if !tab.table.expanded.remove(&prefix) {
-            tab.table.expanded.insert(prefix);
-        }
-        tab.table.dirty = true;
+        out.push(Command::ToggleGroup(prefix));
     }
 }
 
-fn filter_row_ui(ui: &mut egui::Ui, tab: &mut Tab, present: &[Dtype], tree_view: &mut bool) {
+fn filter_row_ui(ui: &mut egui::Ui, tab: &mut Tab, tree_view: bool, out: &mut Vec<Command>) {
+    let present = tab
+        .load
+        .value()
+        .map(|l| l.totals.0.iter().map(|(d, _)| *d).collect::<Vec<Dtype>>())
+        .unwrap_or_default();
+    let table = &tab.table;
     ui.horizontal(|ui| {
-        let edit = egui::TextEdit::singleline(&mut tab.table.filter_text)
-            .hint_text("Filter names (substring, or /regex)")
-            .desired_width(280.0)
-            .id(egui::Id::unique("tensor_filter"));
-        let r = ui.add(edit);
-        if tab.table.focus_filter {
+        let mut text = table.filter_text.clone();
+        let r = ui.add(
+            egui::TextEdit::singleline(&mut text)
+                .hint_text("Filter names (substring, or /regex)")
+                .desired_width(280.0)
+                .id(egui::Id::unique("tensor_filter")),
+        );
+        if std::mem::take(&mut tab.view.focus_filter) {
             r.request_focus();
-            tab.table.focus_filter = false;
         }
         if r.changed() {
-            tab.table.filter = NameFilter::parse(&tab.table.filter_text);
-            tab.table.dirty = true;
+            out.push(Command::SetFilter(text));
         }
-        let label = tab.table.dtype.map_or("All dtypes", Dtype::name);
+        let label = table.dtype.map_or("All dtypes", Dtype::name);
         egui::ComboBox::from_id_salt("dtype_filter")
             .selected_text(label)
             .show_ui(ui, |ui| {
                 if ui
-                    .selectable_label(tab.table.dtype.is_none(), "All dtypes")
+                    .selectable_label(table.dtype.is_none(), "All dtypes")
                     .clicked()
                 {
-                    tab.table.dtype = None;
-                    tab.table.dirty = true;
+                    out.push(Command::SetDtypeFilter(None));
                 }
-                for d in present {
+                for d in &present {
                     if ui
-                        .selectable_label(tab.table.dtype == Some(*d), d.name())
+                        .selectable_label(table.dtype == Some(*d), d.name())
                         .clicked()
                     {
-                        tab.table.dtype = Some(*d);
-                        tab.table.dirty = true;
+                        out.push(Command::SetDtypeFilter(Some(*d)));
                     }
                 }
             });
+        let mut tree = tree_view;
         if ui
-            .checkbox(tree_view, "Tree")
+            .checkbox(&mut tree, "Tree")
             .on_hover_text("Group names by dotted prefix")
             .changed()
         {
-            tab.table.dirty = true;
+            out.push(Command::SetTreeView(tree));
         }
-        if tab.table.sort.is_some() && ui.button("File order").clicked() {
-            tab.table.sort = None;
-            tab.table.dirty = true;
+        if table.sort.is_some() && ui.button("File order").clicked() {
+            out.push(Command::FileOrder);
         }
-        match &tab.table.filter {
+        match &table.filter {
             Err(e) => {
                 ui.colored_label(ui.visuals().error_fg_color, e);
             }
             Ok(_) => {
-                ui.weak(format!("{} shown", tab.table.rows.len()));
+                ui.weak(format!("{} shown", table.rows.len()));
             }
         }
     });

@@ -3,8 +3,9 @@
 
 use eframe::egui;
 
-use super::app::Command;
 use crate::format::{FormatError, LoadError};
+use crate::gui::command::Command;
+use crate::gui::safe_text;
 
 /// The facts behind a format error, as label/value pairs.
 pub fn evidence(e: &FormatError) -> Vec<(&'static str, String)> {
@@ -46,7 +47,7 @@ pub fn evidence(e: &FormatError) -> Vec<(&'static str, String)> {
             data_offsets,
             expected_begin,
         } => vec![
-            ("Tensor", super::safe_text(tensor, 300)),
+            ("Tensor", safe_text(tensor, 300)),
             ("data_offsets", range(*data_offsets)),
             ("Expected begin", expected_begin.to_string()),
         ],
@@ -56,9 +57,9 @@ pub fn evidence(e: &FormatError) -> Vec<(&'static str, String)> {
             shape,
             ..
         } => vec![
-            ("Tensor", super::safe_text(tensor, 300)),
+            ("Tensor", safe_text(tensor, 300)),
             ("Dtype", dtype.to_string()),
-            ("Shape", super::safe_text(&format!("{shape:?}"), 300)),
+            ("Shape", safe_text(&format!("{shape:?}"), 300)),
         ],
         FormatError::MisalignedSlice {
             tensor,
@@ -66,7 +67,7 @@ pub fn evidence(e: &FormatError) -> Vec<(&'static str, String)> {
             elements,
             bits,
         } => vec![
-            ("Tensor", super::safe_text(tensor, 300)),
+            ("Tensor", safe_text(tensor, 300)),
             ("Dtype", dtype.to_string()),
             ("Elements", elements.to_string()),
             ("Bits", bits.to_string()),
@@ -79,10 +80,10 @@ pub fn evidence(e: &FormatError) -> Vec<(&'static str, String)> {
             expected_bytes,
             found_bytes,
         } => vec![
-            ("Tensor", super::safe_text(tensor, 300)),
+            ("Tensor", safe_text(tensor, 300)),
             (
                 "Dtype, shape",
-                super::safe_text(&format!("{dtype} {shape:?}"), 300),
+                safe_text(&format!("{dtype} {shape:?}"), 300),
             ),
             ("data_offsets", range(*data_offsets)),
             ("Bytes needed", expected_bytes.to_string()),
@@ -128,11 +129,11 @@ pub fn error_pane_ui(ui: &mut egui::Ui, err: &LoadError, tab: usize, commands: &
                 );
                 ui.end_row();
                 ui.weak("Message");
-                ui.add(egui::Label::new(super::safe_text(&err.message(), 2000)).wrap());
+                ui.add(egui::Label::new(safe_text(&err.message(), 2000)).wrap());
                 ui.end_row();
                 if let Some(shard) = err.shard() {
                     ui.weak("Shard");
-                    ui.label(super::safe_text(shard, 300));
+                    ui.label(safe_text(shard, 300));
                     ui.end_row();
                 }
                 if let Some(f) = format {
@@ -148,7 +149,7 @@ pub fn error_pane_ui(ui: &mut egui::Ui, err: &LoadError, tab: usize, commands: &
                     }
                 }
                 ui.weak("Path");
-                ui.label(super::safe_text(&err.path().display().to_string(), 1000));
+                ui.label(safe_text(&err.path().display().to_string(), 1000));
                 ui.end_row();
             });
         if let Some(f) = format {

@@ -1,0 +1,345 @@
+//! The central panel of a comparison: the active file (A) against a second
+//! checkpoint (B). A summary, filters, a per-layer chart, and a table of
+//! every name with its status and metrics (sortable, filterable; the rows
+//! are built by the runner when they change, not per frame).
+
+use eframe::egui;
+use egui_extras::{Column as TableColumn, TableBuilder};
+use egui_plot::{Legend, Line, Plot, PlotPoints, Points};
+
+use super::{failure_text, job_row};
+use crate::diff::{DiffReport, Status, TensorDiff};
+use crate::gui::command::{Command, JobId};
+use crate::gui::safe_text;
+use crate::gui::state::{DiffColumn, DiffFilter, DiffRow, LayerChart, Tab};
+use crate::gui::task::Failure;
+use crate::text::fmt_value;
+
+pub fn status_colour(ui: &egui::Ui, s: Option<Status>) -> egui::Color32 {
+    let dark = ui.visuals().dark_mode;
+    match s {
+        Some(Status::Identical) => ui.visuals().weak_text_color(),
+        Some(Status::Equal) => {
+            if dark {
+                egui::Color32::from_rgb(120, 190, 120)
+            } else {
+                egui::Color32::from_rgb(40, 120, 40)
+            }
+        }
+        Some(Status::Changed) => {
+            if dark {
+                egui::Color32::from_rgb(255, 170, 60)
+            } else {
+                egui::Color32::from_rgb(170, 90, 0)
+            }
+        }
+        Some(Status::DtypeChanged | Status::ShapeChanged) => {
+            if dark {
+                egui::Color32::from_rgb(120, 170, 255)
+            } else {
+                egui::Color32::from_rgb(30, 80, 180)
+            }
+        }
+        None => ui.visuals().error_fg_color,
+    }
+}
+
+/// The central panel of a comparison: summary, filters, chart and table.
+pub fn diff_table_ui(ui: &mut egui::Ui, tab: &mut Tab, index: usize, out: &mut Vec<Command>) {
+    let Some(c) = &tab.compare else {
+        return;
+    };
+    let path_b = safe_text(&c.path_b.display().to_string(), 200);
+    ui.horizontal(|ui| {
+        ui.strong("Comparing with");
+        ui.label(&path_b);
+        if ui.button("Close comparison").clicked() {
+            out.push(Command::CloseCompare(index));
+        }
+    });
+    if c.load_b.is_running() {
+        ui.horizontal(|ui| {
+            ui.spinner();
+            ui.label("Opening the second checkpoint…");
+        });
+        return;
+    }
+    match c.load_b.latest() {
+        Some(Err(Failure::Error(e))) => {
+            ui.colored_label(
+                ui.visuals().error_fg_color,
+                format!(
+                    "{path_b} cannot be opened: {} ({})",
+                    safe_text(&e.message(), 500),
+                    e.kind()
+                ),
+            );
+            return;
+        }
+        Some(Err(e)) => {
+            ui.colored_label(
+                ui.visuals().error_fg_color,
+                format!("{path_b} cannot be opened: {}", failure_text(e, 500)),
+            );
+            return;
+        }
+        Some(Ok(_)) | None => {}
+    }
+    if c.diff.is_running() {
+        job_row(ui, &c.diff, JobId::Diff, "Comparing…", 240.0, out);
+        return;
+    }
+    let report = match c.diff.latest() {
+        Some(Ok(r)) => r,
+        Some(Err(e)) => {
+            ui.colored_label(ui.visuals().error_fg_color, failure_text(e, 500));
+            if ui.button("Compare again").clicked() {
+                out.push(Command::StartDiff(index));
+            }
+            return;
+        }
+        None => return,
+    };
+    // Summary.
+    ui.horizontal_wrapped(|ui| {
+        for s in [
+            Status::Identical,
+            Status::Equal,
+            Status::Changed,
+            Status::DtypeChanged,
+            Status::ShapeChanged,
+        ] {
+            let n = report.summary.counts.get(s.name()).copied().unwrap_or(0);
+            if n > 0 {
+                ui.colored_label(
+                    status_colour(ui, Some(s)),
+                    format!("{n} {}", s.name().replace('_', " ")),
+                );
+            }
+        }
+        if !report.only_in_a.is_empty() {
+            ui.colored_label(
+                status_colour(ui, None),
+                format!("{} only in A", report.only_in_a.len()),
+            );
+        }
+        if !report.only_in_b.is_empty() {
+            ui.colored_label(
+                status_colour(ui, None),
+                format!("{} only in B", report.only_in_b.len()),
+            );
+        }
+        if let Some((name, r)) = &report.summary.largest_rel_l2 {
+            ui.label(format!(
+                "· largest relative change {} in {}",
+                fmt_value(*r),
+                safe_text(name, 80)
+            ));
+        }
+        let m = &report.metadata;
+        if m.is_empty() {
+            ui.weak("· metadata equal");
+        } else {
+            ui.label(format!(
+                "· metadata: {} added, {} removed, {} changed",
+                m.added.len(),
+                m.removed.len(),
+                m.changed.len()
+            ))
+            .on_hover_text(metadata_text(report));
+        }
+        if report.summary.same {
+            ui.strong("· no differences");
+        }
+    });
+    ui.horizontal(|ui| {
+        for (f, label) in [
+            (DiffFilter::All, "All"),
+            (DiffFilter::Changed, "Changed only"),
+            (DiffFilter::OneSide, "Only in A/B"),
+            (DiffFilter::Structure, "Dtype/shape changes"),
+        ] {
+            if ui.selectable_label(c.filter == f, label).clicked() && c.filter != f {
+                out.push(Command::SetDiffFilter(f));
+            }
+        }
+        ui.separator();
+        let mut text = c.name_filter.clone();
+        if ui
+            .add(
+                egui::TextEdit::singleline(&mut text)
+                    .hint_text("Filter names")
+                    .desired_width(160.0),
+            )
+            .changed()
+        {
+            out.push(Command::SetDiffNameFilter(text));
+        }
+        ui.checkbox(&mut tab.view.show_layer_chart, "Per-layer chart");
+    });
+    if tab.view.show_layer_chart {
+        layer_chart_ui(ui, &c.layers);
+    }
+    let row_h = ui.text_style_height(&egui::TextStyle::Body) + 6.0;
+    let columns: [(DiffColumn, &str); 8] = [
+        (DiffColumn::Name, "Name"),
+        (DiffColumn::Status, "Status"),
+        (DiffColumn::MaxAbs, "max |Δ|"),
+        (DiffColumn::MeanAbs, "mean |Δ|"),
+        (DiffColumn::RelL2, "rel L2"),
+        (DiffColumn::Cosine, "cosine"),
+        (DiffColumn::Changed, "changed"),
+        (DiffColumn::Mismatch, "NaN/Inf mism."),
+    ];
+    let mut clicked_col = None;
+    let mut clicked_row = None;
+    ui.style_mut().interaction.selectable_labels = false;
+    egui::ScrollArea::horizontal()
+        .id_salt("diff_hscroll")
+        .show(ui, |ui| {
+            let mut tb = TableBuilder::new(ui)
+                .id_salt("diff_table")
+                .striped(true)
+                .resizable(true)
+                .sense(egui::Sense::click())
+                .cell_layout(egui::Layout::left_to_right(egui::Align::Center))
+                .column(TableColumn::initial(240.0).at_least(100.0).clip(true))
+                .column(TableColumn::initial(110.0).clip(true));
+            for _ in 2..columns.len() {
+                tb = tb.column(TableColumn::initial(78.0).at_least(40.0).clip(true));
+            }
+            tb.header(row_h + 2.0, |mut h| {
+                for (col, title) in columns {
+                    h.col(|ui| {
+                        let marker = if c.sort.0 == col {
+                            if c.sort.1 { " ⏶" } else { " ⏷" }
+                        } else {
+                            ""
+                        };
+                        if ui
+                            .add(
+                                egui::Button::new(
+                                    egui::RichText::new(format!("{title}{marker}")).strong(),
+                                )
+                                .frame(false),
+                            )
+                            .clicked()
+                        {
+                            clicked_col = Some(col);
+                        }
+                    });
+                }
+            })
+            .body(|body| {
+                body.rows(row_h, c.rows.len(), |mut row| {
+                    let Some(r) = c.rows.get(row.index()).copied() else {
+                        return;
+                    };
+                    let (name, t): (&str, Option<&TensorDiff>) = match r {
+                        DiffRow::Pair(i) => (&report.tensors[i].name, Some(&report.tensors[i])),
+                        DiffRow::OnlyA(i) => (&report.only_in_a[i], None),
+                        DiffRow::OnlyB(i) => (&report.only_in_b[i], None),
+                    };
+                    if let DiffRow::Pair(i) = r {
+                        row.set_selected(c.selected == Some(i));
+                    }
+                    row.col(|ui| {
+                        ui.add(egui::Label::new(safe_text(name, 300)).truncate());
+                    });
+                    row.col(|ui| {
+                        let (text, colour) = match (r, t) {
+                            (DiffRow::Pair(_), Some(t)) => (
+                                t.status.name().replace('_', " "),
+                                status_colour(ui, Some(t.status)),
+                            ),
+                            (DiffRow::OnlyA(_), _) => ("only in A".into(), status_colour(ui, None)),
+                            _ => ("only in B".into(), status_colour(ui, None)),
+                        };
+                        ui.colored_label(colour, text);
+                    });
+                    let opt = |v: Option<f64>| v.map_or_else(|| "—".to_owned(), fmt_value);
+                    for value in [
+                        t.as_ref().and_then(|t| t.max_abs_diff),
+                        t.as_ref().and_then(|t| t.mean_abs_diff),
+                        t.as_ref().and_then(|t| t.rel_l2),
+                        t.as_ref().and_then(|t| t.cosine),
+                    ] {
+                        row.col(|ui| {
+                            ui.label(opt(value));
+                        });
+                    }
+                    row.col(|ui| {
+                        ui.label(
+                            t.as_ref()
+                                .and_then(|t| t.changed_elements)
+                                .map_or_else(|| "—".into(), |v| v.to_string()),
+                        );
+                    });
+                    row.col(|ui| {
+                        let m = t.as_ref().and_then(|t| t.nan_mismatches);
+                        match m {
+                            Some(m) if m > 0 => {
+                                ui.colored_label(ui.visuals().warn_fg_color, m.to_string());
+                            }
+                            Some(m) => {
+                                ui.label(m.to_string());
+                            }
+                            None => {
+                                ui.label("—");
+                            }
+                        }
+                    });
+                    if row.response().clicked()
+                        && let DiffRow::Pair(i) = r
+                    {
+                        clicked_row = Some(i);
+                    }
+                });
+            });
+        });
+    if let Some(col) = clicked_col {
+        out.push(Command::SortDiff(col));
+    }
+    if let Some(i) = clicked_row {
+        out.push(Command::SelectPair(i));
+    }
+}
+
+fn metadata_text(report: &DiffReport) -> String {
+    let m = &report.metadata;
+    let mut lines = Vec::new();
+    for (k, v) in &m.added {
+        lines.push(format!("+ {k} = {}", safe_text(v, 200)));
+    }
+    for (k, v) in &m.removed {
+        lines.push(format!("- {k} = {}", safe_text(v, 200)));
+    }
+    for (k, v) in &m.changed {
+        lines.push(format!(
+            "~ {k}: {} -> {}",
+            safe_text(&v.a, 100),
+            safe_text(&v.b, 100)
+        ));
+    }
+    lines.join("\n")
+}
+
+fn layer_chart_ui(ui: &mut egui::Ui, chart: &LayerChart) {
+    if chart.points.is_empty() {
+        ui.weak("No numbered layers (names with a numeric part such as layers.12) to chart.");
+        return;
+    }
+    Plot::new("layer_chart")
+        .height(150.0)
+        .allow_scroll(false)
+        .legend(Legend::default())
+        .x_axis_label("layer index")
+        .y_axis_label("relative change |a−b| / |a|")
+        .show(ui, |p| {
+            p.points(Points::new("tensors", PlotPoints::from(chart.points.clone())).radius(2.5));
+            p.line(Line::new(
+                "layer mean",
+                PlotPoints::from(chart.means.clone()),
+            ));
+        });
+}

@@ -1,0 +1,188 @@
+//! The heatmap section of the tensor view: two chosen axes of the tensor,
+//! pooled into at most 512 × 512 cells in the background, with the value
+//! under the cursor and a colour bar.
+
+use eframe::egui;
+
+use super::{failure_text, job_row};
+use crate::format::TensorInfo;
+use crate::gui::command::{Command, JobId};
+use crate::gui::state::{HeatKey, TensorState, ViewState};
+use crate::stats::heatmap::{self, Heatmap, HeatmapRequest, Pooling};
+use crate::text::fmt_value;
+
+/// The heatmap section for tensor `index`: axis and pooling choices, and
+/// the picture once computed.
+pub fn heatmap_ui(
+    ui: &mut egui::Ui,
+    tensor: &TensorState,
+    view: &mut ViewState,
+    index: usize,
+    info: &TensorInfo,
+    out: &mut Vec<Command>,
+) {
+    if info.numel == 0 {
+        ui.weak("This tensor has no elements.");
+        return;
+    }
+    let ndim = info.shape.len();
+    if view.heat_tensor != Some(index) {
+        view.heat_tensor = Some(index);
+        view.heat_rows = ndim.saturating_sub(2);
+        view.heat_cols = ndim.saturating_sub(1);
+        view.heat_fixed = vec![0; ndim];
+    }
+    if ndim > 2 {
+        ui.horizontal(|ui| {
+            ui.label("rows: axis");
+            egui::ComboBox::from_id_salt("heat_rows")
+                .selected_text(view.heat_rows.to_string())
+                .show_ui(ui, |ui| {
+                    for a in 0..ndim {
+                        ui.selectable_value(
+                            &mut view.heat_rows,
+                            a,
+                            format!("{a} (size {})", info.shape[a]),
+                        );
+                    }
+                });
+            ui.label("columns: axis");
+            egui::ComboBox::from_id_salt("heat_cols")
+                .selected_text(view.heat_cols.to_string())
+                .show_ui(ui, |ui| {
+                    for a in 0..ndim {
+                        ui.selectable_value(
+                            &mut view.heat_cols,
+                            a,
+                            format!("{a} (size {})", info.shape[a]),
+                        );
+                    }
+                });
+        });
+        for a in 0..ndim {
+            if a == view.heat_rows || a == view.heat_cols {
+                continue;
+            }
+            let max = info.shape[a].saturating_sub(1);
+            ui.add(
+                egui::Slider::new(&mut view.heat_fixed[a], 0..=max)
+                    .text(format!("index on axis {a}")),
+            );
+        }
+    }
+    ui.horizontal(|ui| {
+        ui.label("pooling:");
+        ui.selectable_value(&mut view.heat_pooling, Pooling::MaxAbs, "max |x|");
+        ui.selectable_value(&mut view.heat_pooling, Pooling::Mean, "mean");
+    });
+    if ndim > 2 && view.heat_rows == view.heat_cols {
+        ui.colored_label(ui.visuals().warn_fg_color, "Choose two different axes.");
+        return;
+    }
+    let req = HeatmapRequest {
+        row_axis: view.heat_rows,
+        col_axis: view.heat_cols,
+        fixed: view.heat_fixed.clone(),
+        pooling: view.heat_pooling,
+        max_side: 512,
+        order: view.f6_order,
+    };
+    let key: HeatKey = (index, req);
+    let task = &tensor.heatmap;
+    if task.wants(&key) {
+        out.push(Command::StartHeatmap(key.clone()));
+    }
+    job_row(ui, task, JobId::Heatmap, "", 200.0, out);
+    // The newest heatmap stays on show while the next one is computed.
+    match task.latest() {
+        None => {}
+        Some(Err(e)) => {
+            ui.colored_label(ui.visuals().warn_fg_color, failure_text(e, 500));
+        }
+        Some(Ok(map)) => {
+            let shown = task.latest_key();
+            let texture = match &view.heat_texture {
+                Some((k, t)) if Some(k) == shown => t.clone(),
+                _ => {
+                    let t = ui.ctx().load_texture(
+                        "heatmap",
+                        heatmap_image(map),
+                        egui::TextureOptions::NEAREST,
+                    );
+                    if let Some(k) = shown {
+                        view.heat_texture = Some((k.clone(), t.clone()));
+                    }
+                    t
+                }
+            };
+            ui.weak(format!(
+                "{} × {} elements shown as {} × {} cells",
+                map.rows, map.cols, map.height, map.width
+            ));
+            let avail = ui.available_size() - egui::vec2(70.0, 40.0);
+            let aspect = map.width as f32 / map.height.max(1) as f32;
+            let mut size = egui::vec2(avail.x.max(50.0), avail.x.max(50.0) / aspect);
+            if size.y > avail.y.max(50.0) {
+                size = egui::vec2(avail.y.max(50.0) * aspect, avail.y.max(50.0));
+            }
+            ui.horizontal_top(|ui| {
+                let r = ui.add(egui::Image::new((texture.id(), size)).sense(egui::Sense::hover()));
+                if let Some(pos) = r.hover_pos() {
+                    let rel = (pos - r.rect.min) / r.rect.size();
+                    let cx = ((rel.x * map.width as f32) as usize).min(map.width - 1);
+                    let cy = ((rel.y * map.height as f32) as usize).min(map.height - 1);
+                    let v = map.cells[cy * map.width + cx];
+                    let r0 = cy as u64 * map.rows / map.height as u64;
+                    let c0 = cx as u64 * map.cols / map.width as u64;
+                    r.on_hover_text(format!("rows {r0}…, cols {c0}…: {}", fmt_value(v)));
+                }
+                colour_bar_ui(ui, map, size.y);
+            });
+        }
+    }
+}
+
+/// The colour of a cell (the library's colour map, as an egui colour).
+fn colour(v: f64, lo: f64, hi: f64) -> egui::Color32 {
+    let [r, g, b] = heatmap::colour_rgb(v, lo, hi);
+    egui::Color32::from_rgb(r, g, b)
+}
+
+fn heatmap_image(map: &Heatmap) -> egui::ColorImage {
+    let (lo, hi) = (map.min.unwrap_or(0.0), map.max.unwrap_or(0.0));
+    let pixels: Vec<egui::Color32> = map.cells.iter().map(|&v| colour(v, lo, hi)).collect();
+    egui::ColorImage::new([map.width, map.height], pixels)
+}
+
+fn colour_bar_ui(ui: &mut egui::Ui, map: &Heatmap, height: f32) {
+    let (lo, hi) = (map.min.unwrap_or(0.0), map.max.unwrap_or(0.0));
+    let (top, bottom) = if lo < 0.0 && hi > 0.0 {
+        let m = lo.abs().max(hi.abs());
+        (m, -m)
+    } else {
+        (hi, lo)
+    };
+    ui.vertical(|ui| {
+        ui.monospace(fmt_value(top));
+        let (rect, _) = ui.allocate_exact_size(
+            egui::vec2(18.0, (height - 40.0).max(20.0)),
+            egui::Sense::hover(),
+        );
+        let steps = 64;
+        for s in 0..steps {
+            let t0 = s as f32 / steps as f32;
+            let v = top + (bottom - top) * f64::from(t0);
+            let y0 = rect.top() + rect.height() * t0;
+            let y1 = rect.top() + rect.height() * (s + 1) as f32 / steps as f32;
+            ui.painter().rect_filled(
+                egui::Rect::from_min_max(
+                    egui::pos2(rect.left(), y0),
+                    egui::pos2(rect.right(), y1 + 0.5),
+                ),
+                0.0,
+                colour(v, lo, hi),
+            );
+        }
+        ui.monospace(fmt_value(bottom));
+    });
+}

@@ -1,0 +1,135 @@
+//! The panels: functions `*_ui(ui, …)` that draw the session and push
+//! [`Command`]s. They read the session; the only state they change is their
+//! own view state ([`crate::gui::state::ViewState`], the forms' fields,
+//! textures), bound to their widgets. They never start a job.
+
+mod chrome;
+mod dialogs;
+mod diff_pair;
+mod diff_table;
+mod error_pane;
+mod heatmap;
+mod picker;
+mod side;
+mod stats;
+mod table;
+mod tensor;
+
+use eframe::egui;
+
+use super::command::{Command, JobId};
+use super::state::{Session, Tab};
+use super::task::{Failure, Task};
+
+/// Draws the whole window.
+pub fn root_ui(ui: &mut egui::Ui, session: &mut Session, out: &mut Vec<Command>) {
+    egui::Panel::top("menu_bar").show(ui, |ui| chrome::menu_bar_ui(ui, session, out));
+    if !session.tabs.is_empty() {
+        egui::Panel::top("tab_bar").show(ui, |ui| chrome::tab_bar_ui(ui, session, out));
+    }
+    egui::Panel::bottom("status_bar").show(ui, |ui| chrome::status_bar_ui(ui, session));
+
+    let active = session.active;
+    let tree_view = session.state.tree_view;
+    match session.tabs.get_mut(active) {
+        None => {
+            let recent = &session.state.recent;
+            egui::CentralPanel::default().show(ui, |ui| chrome::start_screen_ui(ui, recent, out));
+        }
+        Some(tab) => tab_ui(ui, tab, active, tree_view, out),
+    }
+    if let Some(p) = &mut session.picker {
+        picker::picker_ui(ui.ctx(), p, out);
+    }
+    if let Some(d) = &mut session.export {
+        dialogs::export_ui(ui.ctx(), d, out);
+    }
+    if let Some(d) = &mut session.save_as {
+        dialogs::save_as_ui(ui.ctx(), d, out);
+    }
+    chrome::drop_overlay_ui(ui.ctx());
+    chrome::notices_ui(ui.ctx(), &session.notices);
+}
+
+/// The central area for a tab: loading, the error pane, the table with the
+/// side panel, or a comparison.
+fn tab_ui(ui: &mut egui::Ui, tab: &mut Tab, index: usize, tree_view: bool, out: &mut Vec<Command>) {
+    if tab.load.is_running() {
+        let (path, started) = (&tab.path, tab.load_started);
+        let progress = tab.load.progress();
+        egui::CentralPanel::default().show(ui, |ui| {
+            chrome::loading_ui(ui, path, started, progress, index, out);
+        });
+        return;
+    }
+    match tab.load.latest() {
+        None => {}
+        Some(Err(Failure::Error(err))) => {
+            egui::CentralPanel::default()
+                .show(ui, |ui| error_pane::error_pane_ui(ui, err, index, out));
+        }
+        Some(Err(Failure::Cancelled)) => {
+            egui::CentralPanel::default().show(ui, |ui| chrome::cancelled_ui(ui, index, out));
+        }
+        Some(Err(failure)) => {
+            let text = failure.to_string();
+            egui::CentralPanel::default().show(ui, |ui| chrome::failed_ui(ui, &text, index, out));
+        }
+        Some(Ok(_)) if tab.compare.is_some() => {
+            egui::Panel::right("diff_side_panel")
+                .resizable(true)
+                .default_size(ui.available_width() * 0.36)
+                .size_range(260.0..=f32::INFINITY)
+                .show(ui, |ui| diff_pair::pair_ui(ui, tab, out));
+            egui::CentralPanel::default()
+                .show(ui, |ui| diff_table::diff_table_ui(ui, tab, index, out));
+        }
+        Some(Ok(_)) => {
+            egui::Panel::right("side_panel")
+                .resizable(true)
+                .default_size(ui.available_width() * 0.36)
+                .size_range(260.0..=f32::INFINITY)
+                .show(ui, |ui| side::side_panel_ui(ui, tab, out));
+            egui::CentralPanel::default()
+                .show(ui, |ui| table::table_panel_ui(ui, tab, tree_view, out));
+        }
+    }
+}
+
+/// A running task's row: a spinner, a label, a progress bar once the total
+/// is known, and a Cancel button that sends `Cancel(id)`. Draws nothing
+/// when the task is not running.
+pub fn job_row<K, T, E>(
+    ui: &mut egui::Ui,
+    task: &Task<K, T, E>,
+    id: JobId,
+    label: &str,
+    width: f32,
+    out: &mut Vec<Command>,
+) {
+    if !task.is_running() {
+        return;
+    }
+    ui.horizontal(|ui| {
+        ui.spinner();
+        if !label.is_empty() {
+            ui.label(label);
+        }
+        if let Some(f) = task.progress().and_then(crate::jobs::Progress::fraction) {
+            ui.add(
+                egui::ProgressBar::new(f)
+                    .desired_width(width)
+                    .show_percentage(),
+            );
+        }
+        if ui.button("Cancel").clicked() {
+            out.push(Command::Cancel(id));
+        }
+    });
+}
+
+/// The message for a failed task, escaped: its error, or what happened
+/// to it (cancelled, an internal error, not started).
+pub fn failure_text<E: std::fmt::Display>(failure: &Failure<E>, max_chars: usize) -> String {
+    super::safe_text(&failure.to_string(), max_chars)
+}

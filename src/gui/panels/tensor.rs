@@ -1,0 +1,320 @@
+//! The tensor view: facts about the selected tensor, its statistics and
+//! histograms (computed by a job, cached per tensor), a paged value grid
+//! with raw codes, and a heatmap of two chosen axes.
+
+use eframe::egui;
+
+use super::{heatmap, stats};
+use crate::dtype::decode::{BitOrder, code_at, decode_c64, decode_one_f64, format_code_hex};
+use crate::dtype::{Dtype, DtypeKind};
+use crate::format::{Checkpoint, TensorInfo};
+use crate::gui::command::Command;
+use crate::gui::safe_text;
+use crate::gui::state::{Section, Tab, ViewState};
+use crate::text::{fmt_shape, fmt_value, human_bytes};
+
+/// Values per page of the value grid.
+pub const PAGE_SIZE: u64 = 256;
+
+/// Draws the tensor view for the tab's cursor tensor.
+pub fn tensor_view_ui(ui: &mut egui::Ui, tab: &mut Tab, out: &mut Vec<Command>) {
+    let Some(loaded) = tab.load.value() else {
+        return;
+    };
+    let ck = &loaded.ck;
+    stats::scan_bar_ui(ui, ck, tab.tensor.scan.as_ref(), out);
+    ui.separator();
+    let Some(index) = tab.table.cursor else {
+        ui.add_space(20.0);
+        ui.vertical_centered(|ui| {
+            ui.weak("Select a tensor in the table to see its values and statistics.")
+        });
+        return;
+    };
+    let Some(tref) = ck.tensors.get(index).copied() else {
+        return;
+    };
+    let Some(info) = ck.info(tref) else {
+        return;
+    };
+    let view = &mut tab.view;
+    if view.values_tensor != Some(index) {
+        view.values_tensor = Some(index);
+        view.value_start = 0;
+        view.jump_text.clear();
+    }
+    facts_ui(ui, ck, index, info);
+    ui.separator();
+    section_row_ui(ui, view, info.dtype);
+    ui.add_space(4.0);
+    match view.section {
+        Section::Stats => stats::stats_ui(ui, &tab.tensor, view, index, info.dtype, out),
+        Section::Values => values_ui(ui, view, info, ck.bytes(tref)),
+        Section::Heatmap => heatmap::heatmap_ui(ui, &tab.tensor, view, index, info, out),
+    }
+}
+
+/// The section switch, and the F6 bit order for F6 tensors.
+fn section_row_ui(ui: &mut egui::Ui, view: &mut ViewState, dtype: Dtype) {
+    ui.horizontal(|ui| {
+        ui.selectable_value(&mut view.section, Section::Stats, "Statistics");
+        ui.selectable_value(&mut view.section, Section::Values, "Values");
+        ui.selectable_value(&mut view.section, Section::Heatmap, "Heatmap");
+        if matches!(dtype, Dtype::F6E2M3 | Dtype::F6E3M2) {
+            ui.separator();
+            egui::ComboBox::from_id_salt("f6_order")
+                .selected_text(match view.f6_order {
+                    BitOrder::LsbFirst => "F6 bits: LSB-first",
+                    BitOrder::MsbFirst => "F6 bits: MSB-first",
+                })
+                .show_ui(ui, |ui| {
+                    ui.selectable_value(
+                        &mut view.f6_order,
+                        BitOrder::LsbFirst,
+                        "LSB-first (little-endian bit stream, default)",
+                    );
+                    ui.selectable_value(
+                        &mut view.f6_order,
+                        BitOrder::MsbFirst,
+                        "MSB-first (big-endian bit stream)",
+                    );
+                })
+                .response
+                .on_hover_text(
+                    "The format fixes no bit order for F6; Tensorscope reads the little-endian bit stream by default.",
+                );
+        }
+    });
+}
+
+fn facts_ui(ui: &mut egui::Ui, ck: &Checkpoint, index: usize, info: &TensorInfo) {
+    ui.add(
+        egui::Label::new(
+            egui::RichText::new(safe_text(&info.name, 500))
+                .strong()
+                .size(15.0),
+        )
+        .wrap(),
+    );
+    egui::Grid::new("tensor_facts")
+        .num_columns(4)
+        .spacing([10.0, 2.0])
+        .show(ui, |ui| {
+            ui.weak("dtype");
+            ui.monospace(info.dtype.name());
+            ui.weak("shape");
+            ui.monospace(fmt_shape(&info.shape));
+            ui.end_row();
+            ui.weak("elements");
+            ui.label(info.numel.to_string());
+            ui.weak("bytes");
+            ui.label(format!("{} ({})", info.nbytes, human_bytes(info.nbytes)));
+            ui.end_row();
+            ui.weak("data_offsets");
+            ui.monospace(format!(
+                "[{}, {}]",
+                info.data_offsets[0], info.data_offsets[1]
+            ));
+            if let Some(shard) = ck.tensors.get(index).and_then(|t| ck.shards.get(t.shard)) {
+                let start = shard.file.header().data_start();
+                ui.weak("file offset");
+                ui.monospace(format!("{}", start.saturating_add(info.data_offsets[0])));
+            }
+            ui.end_row();
+        });
+    if ck.is_sharded()
+        && let Some(shard) = ck.tensors.get(index).and_then(|t| ck.shards.get(t.shard))
+    {
+        ui.weak(format!("in shard {}", safe_text(&shard.name, 200)));
+    }
+}
+
+/// Splits a flat index into a multi-index of `shape`.
+fn unravel(mut flat: u64, shape: &[u64]) -> Vec<u64> {
+    let mut out = vec![0; shape.len()];
+    for (i, &d) in shape.iter().enumerate().rev() {
+        if d > 0 {
+            out[i] = flat % d;
+            flat /= d;
+        }
+    }
+    out
+}
+
+/// Parses "123" (flat) or "3, 5" / "[3,5]" (multi-index) into a flat index.
+fn parse_index(text: &str, shape: &[u64]) -> Option<u64> {
+    let t = text.trim().trim_start_matches('[').trim_end_matches(']');
+    let parts: Vec<&str> = t
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .collect();
+    if parts.len() == 1 {
+        return parts[0].parse().ok();
+    }
+    if parts.len() != shape.len() {
+        return None;
+    }
+    let mut flat = 0u64;
+    for (p, &d) in parts.iter().zip(shape) {
+        let i: u64 = p.parse().ok()?;
+        if i >= d {
+            return None;
+        }
+        flat = flat.checked_mul(d)?.checked_add(i)?;
+    }
+    Some(flat)
+}
+
+fn value_text(dtype: Dtype, bytes: &[u8], i: u64, order: BitOrder) -> String {
+    match dtype.kind() {
+        DtypeKind::Unsigned => {
+            code_at(dtype, bytes, i, order).map_or_else(|| "—".into(), |c| c.to_string())
+        }
+        DtypeKind::Signed => code_at(dtype, bytes, i, order).map_or_else(
+            || "—".into(),
+            |c| {
+                let bits = dtype.bits();
+                let v = ((c << (64 - bits)) as i64) >> (64 - bits);
+                v.to_string()
+            },
+        ),
+        DtypeKind::Bool => code_at(dtype, bytes, i, order).map_or_else(
+            || "—".into(),
+            |c| {
+                if c != 0 {
+                    "true".into()
+                } else {
+                    "false".into()
+                }
+            },
+        ),
+        DtypeKind::Complex => {
+            let (mut re, mut im) = ([0f64], [0f64]);
+            if decode_c64(bytes, i, &mut re, &mut im) == 1 {
+                let sign = if im[0].is_sign_negative() { "-" } else { "+" };
+                format!("{} {sign} {}i", fmt_value(re[0]), fmt_value(im[0].abs()))
+            } else {
+                "—".into()
+            }
+        }
+        DtypeKind::Float => {
+            decode_one_f64(dtype, bytes, i, order).map_or_else(|| "—".into(), fmt_value)
+        }
+    }
+}
+
+fn values_ui(ui: &mut egui::Ui, view: &mut ViewState, info: &TensorInfo, bytes: &[u8]) {
+    let n = info.numel;
+    if n == 0 {
+        ui.weak(format!(
+            "This tensor has no elements (shape {}).",
+            fmt_shape(&info.shape)
+        ));
+        return;
+    }
+    let show_code =
+        info.dtype.bits() <= 16 && matches!(info.dtype.kind(), DtypeKind::Float | DtypeKind::Bool);
+    ui.horizontal(|ui| {
+        let pages = n.div_ceil(PAGE_SIZE);
+        let page = view.value_start / PAGE_SIZE;
+        if ui.add_enabled(page > 0, egui::Button::new("⏴")).clicked() {
+            view.value_start = view.value_start.saturating_sub(PAGE_SIZE);
+        }
+        ui.label(format!("page {} of {pages}", page + 1));
+        if ui
+            .add_enabled(page + 1 < pages, egui::Button::new("⏵"))
+            .clicked()
+        {
+            view.value_start = view.value_start.saturating_add(PAGE_SIZE);
+        }
+        ui.separator();
+        let r = ui.add(
+            egui::TextEdit::singleline(&mut view.jump_text)
+                .hint_text("index or i, j, …")
+                .desired_width(120.0),
+        );
+        let go = ui.button("Go").clicked()
+            || (r.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter)));
+        if go {
+            if let Some(i) = parse_index(&view.jump_text, &info.shape).filter(|&i| i < n) {
+                view.value_start = i - i % PAGE_SIZE;
+            } else {
+                view.jump_text = format!("out of range (0..{n})");
+            }
+        }
+    });
+    let start = view.value_start.min(n.saturating_sub(1));
+    let end = start.saturating_add(PAGE_SIZE).min(n);
+    let row_h = ui.text_style_height(&egui::TextStyle::Monospace) + 4.0;
+    let highlight = parse_index(&view.jump_text, &info.shape);
+    egui_extras::TableBuilder::new(ui)
+        .id_salt("value_grid")
+        .striped(true)
+        .column(egui_extras::Column::initial(150.0).at_least(60.0))
+        .column(egui_extras::Column::initial(80.0).at_least(40.0))
+        .column(egui_extras::Column::remainder().at_least(80.0))
+        .header(row_h, |mut h| {
+            h.col(|ui| {
+                ui.strong("index");
+            });
+            h.col(|ui| {
+                ui.strong(if show_code { "code" } else { "" });
+            });
+            h.col(|ui| {
+                ui.strong("value");
+            });
+        })
+        .body(|body| {
+            body.rows(row_h, (end - start) as usize, |mut row| {
+                let i = start + row.index() as u64;
+                row.set_selected(highlight == Some(i));
+                row.col(|ui| {
+                    let idx = if info.shape.len() > 1 {
+                        fmt_shape(&unravel(i, &info.shape))
+                    } else {
+                        i.to_string()
+                    };
+                    ui.monospace(idx);
+                });
+                row.col(|ui| {
+                    if show_code && let Some(c) = code_at(info.dtype, bytes, i, view.f6_order) {
+                        ui.monospace(format_code_hex(info.dtype, c));
+                    }
+                });
+                row.col(|ui| {
+                    ui.monospace(value_text(info.dtype, bytes, i, view.f6_order));
+                });
+            });
+        });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn indices() {
+        assert_eq!(unravel(7, &[2, 4]), [1, 3]);
+        assert_eq!(parse_index("7", &[2, 4]), Some(7));
+        assert_eq!(parse_index("[1, 3]", &[2, 4]), Some(7));
+        assert_eq!(parse_index("1,4", &[2, 4]), None);
+        assert_eq!(parse_index("x", &[2, 4]), None);
+    }
+
+    #[test]
+    fn signed_values_are_exact() {
+        let b = i64::MIN.to_le_bytes();
+        assert_eq!(
+            value_text(Dtype::I64, &b, 0, BitOrder::LsbFirst),
+            i64::MIN.to_string()
+        );
+        let b = [0xFFu8];
+        assert_eq!(value_text(Dtype::I8, &b, 0, BitOrder::LsbFirst), "-1");
+        let b = u64::MAX.to_le_bytes();
+        assert_eq!(
+            value_text(Dtype::U64, &b, 0, BitOrder::LsbFirst),
+            u64::MAX.to_string()
+        );
+    }
+}

@@ -1,0 +1,623 @@
+//! The command runner: executes [`Command`]s against the [`Session`], once a
+//! frame, in the order they were sent. It is the only code of the explorer
+//! that starts background jobs ([`Job::spawn`]); each job's work is a
+//! function of [`super::work`], and its handle goes into the [`Task`] that
+//! shows it. A job that cannot start becomes that task's failure (or a
+//! notice), once.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use eframe::egui;
+
+use super::command::{Command, JobId};
+use super::dialog::FileDialog;
+use super::model::Direction;
+use super::state::{
+    CompareState, DialogPurpose, ExportDialog, HeatKey, Loaded, MAX_RECENT, Picker, SaveAsDialog,
+    ScanProgress, ScanState, ScanSummary, Session, StatsKey, Tab, WriteForm,
+};
+use super::task::Task;
+use super::work;
+use crate::diff::Pair;
+use crate::export::{self, Encoding, ExportOptions, SizeLimit};
+use crate::format::LoadError;
+use crate::jobs::{CancelToken, Job, Progress};
+
+/// Commands run per frame at most: a command may send others (a dialog
+/// that falls back to the picker), never without end.
+const MAX_COMMANDS_PER_FRAME: usize = 1024;
+
+/// Runs commands against a session.
+pub struct Runner<'a> {
+    session: &'a mut Session,
+    dialog: &'a Arc<dyn FileDialog>,
+    ctx: &'a egui::Context,
+    queue: VecDeque<Command>,
+}
+
+impl<'a> Runner<'a> {
+    /// A runner over `session`; jobs wake the UI through `ctx`.
+    pub fn new(
+        session: &'a mut Session,
+        dialog: &'a Arc<dyn FileDialog>,
+        ctx: &'a egui::Context,
+    ) -> Self {
+        Self {
+            session,
+            dialog,
+            ctx,
+            queue: VecDeque::new(),
+        }
+    }
+
+    /// Runs `commands` and every command they send, in order.
+    pub fn run_all(&mut self, commands: impl IntoIterator<Item = Command>) {
+        self.queue.extend(commands);
+        let mut budget = MAX_COMMANDS_PER_FRAME;
+        while let Some(c) = self.queue.pop_front() {
+            if budget == 0 {
+                self.queue.clear();
+                self.session
+                    .notify("too many commands in one frame; some were dropped");
+                break;
+            }
+            budget -= 1;
+            self.run(c);
+        }
+    }
+
+    fn send(&mut self, command: Command) {
+        self.queue.push_back(command);
+    }
+
+    /// Starts `work` on a named thread that wakes the UI on progress and at
+    /// its end. The one place the explorer spawns.
+    fn spawn<T: Send + 'static>(
+        &self,
+        name: &str,
+        work: impl FnOnce(&CancelToken, &Progress) -> T + Send + 'static,
+    ) -> std::io::Result<Job<T>> {
+        let ctx = self.ctx.clone();
+        Job::spawn(name, move || ctx.request_repaint(), work)
+    }
+
+    fn active(&mut self) -> Option<&mut Tab> {
+        self.session.active_tab_mut()
+    }
+
+    #[expect(
+        clippy::too_many_lines,
+        reason = "one arm per command; each arm is short or calls a method"
+    )]
+    fn run(&mut self, command: Command) {
+        match command {
+            Command::Open(path) => self.open(path),
+            Command::OpenDialog(purpose) => self.open_dialog(purpose),
+            Command::ShowPicker(purpose) => {
+                let start = self
+                    .session
+                    .active_tab()
+                    .and_then(|t| t.path.parent().map(Path::to_path_buf))
+                    .or_else(|| std::env::current_dir().ok())
+                    .unwrap_or_else(|| PathBuf::from("/"));
+                self.session.picker = Some(Picker::new(purpose, start.clone()));
+                self.send(Command::PickerGo(start));
+            }
+            Command::PickerGo(path) => {
+                let job = self.spawn("list-folder", {
+                    let path = path.clone();
+                    move |_, _| work::list_folder(&path)
+                });
+                if let Some(p) = &mut self.session.picker {
+                    p.path_text = path.display().to_string();
+                    p.listing.start(path, job);
+                }
+            }
+            Command::ClosePicker => self.session.picker = None,
+            Command::OpenDemo => {
+                let path = super::demo::demo_folder().join(super::demo::DEMO_FILE_NAME);
+                let job = self.spawn("open-demo", |_, _| work::open_demo());
+                self.push_tab(path, job);
+            }
+            Command::ActivateTab(i) => {
+                if i < self.session.tabs.len() {
+                    self.session.active = i;
+                    self.session.tabs[i].table.dirty = true;
+                }
+            }
+            Command::CloseTab(i) => {
+                if i < self.session.tabs.len() {
+                    // Dropping the tab drops its tasks, which cancels their jobs.
+                    self.session.tabs.remove(i);
+                    let last = self.session.tabs.len().saturating_sub(1);
+                    self.session.active = self.session.active.min(last);
+                    if let Some(t) = self.active() {
+                        t.table.dirty = true;
+                    }
+                }
+            }
+            Command::Reload(i) => {
+                if let Some(path) = self.session.tabs.get(i).map(|t| t.path.clone()) {
+                    let job = self.load_job(&path);
+                    let tab = &mut self.session.tabs[i];
+                    *tab = Tab::new(path.clone());
+                    tab.load.start(path, job);
+                }
+            }
+            Command::ClearRecent => self.session.state.recent.clear(),
+            Command::SetTreeView(on) => {
+                self.session.state.tree_view = on;
+                if let Some(t) = self.active() {
+                    t.table.dirty = true;
+                }
+            }
+            Command::SetFilter(text) => {
+                if let Some(t) = self.active() {
+                    t.table.filter = super::model::NameFilter::parse(&text);
+                    t.table.filter_text = text;
+                    t.table.dirty = true;
+                }
+            }
+            Command::SetDtypeFilter(dtype) => {
+                if let Some(t) = self.active() {
+                    t.table.dtype = dtype;
+                    t.table.dirty = true;
+                }
+            }
+            Command::SortBy(column) => {
+                if let Some(t) = self.active() {
+                    t.table.sort = match t.table.sort {
+                        Some((c, Direction::Ascending)) if c == column => {
+                            Some((column, Direction::Descending))
+                        }
+                        _ => Some((column, Direction::Ascending)),
+                    };
+                    t.table.dirty = true;
+                }
+            }
+            Command::FileOrder => {
+                if let Some(t) = self.active() {
+                    t.table.sort = None;
+                    t.table.dirty = true;
+                }
+            }
+            Command::ToggleGroup(prefix) => {
+                if let Some(t) = self.active() {
+                    if !t.table.expanded.remove(&prefix) {
+                        t.table.expanded.insert(prefix);
+                    }
+                    t.table.dirty = true;
+                }
+            }
+            Command::Select { index, mode } => {
+                if let Some(t) = self.active() {
+                    t.table.select(index, mode);
+                }
+            }
+            Command::MoveCursor(delta) => {
+                if let Some(t) = self.active() {
+                    t.view.scroll_to = t.table.move_cursor(delta);
+                }
+            }
+            Command::FocusFilter => {
+                if let Some(t) = self.active() {
+                    t.view.focus_filter = true;
+                }
+            }
+            Command::CopySelectedNames => self.copy_selected_names(),
+            Command::StartStats(key) => self.start_stats(key),
+            Command::StartScan => self.start_scan(),
+            Command::StartHeatmap(key) => self.start_heatmap(key),
+            Command::Compare(path) => self.compare(path),
+            Command::StartDiff(i) => self.start_diff(i),
+            Command::SetDiffFilter(filter) => {
+                if let Some(c) = self.active().and_then(|t| t.compare.as_mut()) {
+                    c.filter = filter;
+                    c.dirty = true;
+                }
+            }
+            Command::SetDiffNameFilter(text) => {
+                if let Some(c) = self.active().and_then(|t| t.compare.as_mut()) {
+                    c.name_filter = text;
+                    c.dirty = true;
+                }
+            }
+            Command::SortDiff(column) => {
+                if let Some(c) = self.active().and_then(|t| t.compare.as_mut()) {
+                    c.sort = if c.sort.0 == column {
+                        (column, !c.sort.1)
+                    } else {
+                        (column, column.starts_ascending())
+                    };
+                    c.dirty = true;
+                }
+            }
+            Command::SelectPair(i) => self.select_pair(i),
+            Command::CloseCompare(i) => {
+                if let Some(tab) = self.session.tabs.get_mut(i) {
+                    tab.compare = None;
+                }
+            }
+            Command::ExportTensor => {
+                let form = self
+                    .session
+                    .active_tab()
+                    .and_then(|t| ExportDialog::new(Arc::clone(&t.loaded()?.ck), t.table.cursor?));
+                match form {
+                    Some(mut d) => {
+                        d.browse.unavailable = !self.dialog.available();
+                        self.session.export = Some(d);
+                    }
+                    None => self.session.notify("select a tensor to export"),
+                }
+            }
+            Command::SaveAs => self.show_save_as(),
+            Command::Browse(form) => self.browse(form),
+            Command::StartWrite(WriteForm::Export) => self.start_export(),
+            Command::StartWrite(WriteForm::SaveAs) => self.start_save_as(),
+            Command::CloseForm(WriteForm::Export) => self.session.export = None,
+            Command::CloseForm(WriteForm::SaveAs) => self.session.save_as = None,
+            Command::Cancel(id) => self.cancel(id),
+            Command::Quit => self.ctx.send_viewport_cmd(egui::ViewportCommand::Close),
+        }
+    }
+
+    fn load_job(&self, path: &Path) -> std::io::Result<Job<Result<Loaded, LoadError>>> {
+        let path = path.to_path_buf();
+        self.spawn("open-checkpoint", move |_, _| Loaded::open(&path))
+    }
+
+    fn push_tab(&mut self, path: PathBuf, job: std::io::Result<Job<Result<Loaded, LoadError>>>) {
+        let mut tab = Tab::new(path.clone());
+        tab.load.start(path, job);
+        self.session.tabs.push(tab);
+        self.session.active = self.session.tabs.len() - 1;
+    }
+
+    fn open(&mut self, path: PathBuf) {
+        let abs = std::path::absolute(&path).unwrap_or(path);
+        // A file open (or opening) already is shown, not opened twice; one
+        // that failed or was cancelled opens again in a new tab.
+        if let Some(i) = self
+            .session
+            .tabs
+            .iter()
+            .position(|t| t.path == abs && (t.load.is_running() || t.loaded().is_some()))
+        {
+            self.session.active = i;
+            return;
+        }
+        let job = self.load_job(&abs);
+        self.push_tab(abs, job);
+    }
+
+    fn open_dialog(&mut self, purpose: DialogPurpose) {
+        if self.session.open_dialog.is_running() {
+            return;
+        }
+        if !self.dialog.available() {
+            self.send(Command::ShowPicker(purpose));
+            return;
+        }
+        let dialog = Arc::clone(self.dialog);
+        match self.spawn("open-dialog", move |_, _| Ok(dialog.pick_files())) {
+            Ok(job) => self.session.open_dialog.start(purpose, Ok(job)),
+            Err(_) => self.send(Command::ShowPicker(purpose)),
+        }
+    }
+
+    fn copy_selected_names(&mut self) {
+        let Some(tab) = self.session.active_tab() else {
+            return;
+        };
+        let Some(loaded) = tab.loaded() else {
+            return;
+        };
+        let names: Vec<String> = tab
+            .table
+            .selection
+            .iter()
+            .filter_map(|&i| loaded.ck.tensors.get(i).and_then(|t| loaded.ck.info(*t)))
+            .map(|info| info.name.clone())
+            .collect();
+        if !names.is_empty() {
+            let n = names.len();
+            self.ctx.copy_text(names.join("\n"));
+            self.session
+                .notify(format!("copied {n} name{}", if n == 1 { "" } else { "s" }));
+        }
+    }
+
+    fn start_stats(&mut self, key: StatsKey) {
+        let Some(ck) = self
+            .active()
+            .and_then(|t| Some(Arc::clone(&t.loaded()?.ck)))
+        else {
+            return;
+        };
+        let Some(tensor) = ck.tensors.get(key.index).copied() else {
+            return;
+        };
+        let job = self.spawn("tensor-stats", move |cancel, progress| {
+            work::tensor_stats(&ck, tensor, key, cancel, progress)
+        });
+        if let Some(t) = self.active() {
+            // Starting another key drops (cancels) the job of the previous one.
+            t.tensor.stats.start(key, job);
+        }
+    }
+
+    fn start_scan(&mut self) {
+        let Some(ck) = self
+            .active()
+            .and_then(|t| Some(Arc::clone(&t.loaded()?.ck)))
+        else {
+            return;
+        };
+        let live = Arc::new(ScanProgress::new(ck.tensors.len()));
+        let job = self.spawn("scan-file", {
+            let live = Arc::clone(&live);
+            move |cancel, progress| work::scan(&ck, &live, cancel, progress)
+        });
+        if let Some(t) = self.active() {
+            let mut task = Task::default();
+            task.start((), job);
+            t.tensor.scan = Some(ScanState {
+                live,
+                figures: Vec::new(),
+                generation: 0,
+                summary: ScanSummary::default(),
+                task,
+            });
+            t.table.dirty = true;
+        }
+    }
+
+    fn start_heatmap(&mut self, key: HeatKey) {
+        let Some(ck) = self
+            .active()
+            .and_then(|t| Some(Arc::clone(&t.loaded()?.ck)))
+        else {
+            return;
+        };
+        let Some(tensor) = ck.tensors.get(key.0).copied() else {
+            return;
+        };
+        let request = key.1.clone();
+        let job = self.spawn("heatmap", move |cancel, progress| {
+            work::heatmap(&ck, tensor, &request, cancel, progress)
+        });
+        if let Some(t) = self.active() {
+            t.tensor.heatmap.start(key, job);
+        }
+    }
+
+    fn compare(&mut self, path: PathBuf) {
+        let abs = std::path::absolute(&path).unwrap_or(path);
+        let job = self.load_job(&abs);
+        if let Some(tab) = self.active() {
+            let mut c = CompareState::new(abs.clone());
+            c.load_b.start(abs, job);
+            tab.compare = Some(c);
+            tab.view.delta_texture = None;
+        }
+        // The diff starts once both sides are open (see the app's poll).
+    }
+
+    fn start_diff(&mut self, i: usize) {
+        let Some(tab) = self.session.tabs.get(i) else {
+            return;
+        };
+        let Some((a, b)) = work::both(tab.loaded(), tab.compare.as_ref().and_then(CompareState::b))
+        else {
+            return;
+        };
+        let job = self.spawn("diff", move |cancel, progress| {
+            work::diff(&a, &b, cancel, progress)
+        });
+        if let Some(c) = self
+            .session
+            .tabs
+            .get_mut(i)
+            .and_then(|t| t.compare.as_mut())
+        {
+            c.diff.start((), job);
+            c.selected = None;
+            c.detail.clear();
+            c.dirty = true;
+        }
+    }
+
+    #[expect(
+        clippy::many_single_char_names,
+        reason = "a and b are the two sides of the comparison, t its pair"
+    )]
+    fn select_pair(&mut self, i: usize) {
+        let Some(tab) = self.session.active_tab() else {
+            return;
+        };
+        let Some(c) = &tab.compare else {
+            return;
+        };
+        let Some((a, b)) = work::both(tab.loaded(), c.b()) else {
+            return;
+        };
+        let Some(t) = c.report().and_then(|r| r.tensors.get(i)) else {
+            return;
+        };
+        let name_a = t.name_a.as_deref().unwrap_or(&t.name);
+        let (Some(ta), Some(tb)) = (a.find(name_a), b.find(&t.name)) else {
+            return;
+        };
+        let wanted = c.detail.wants(&i);
+        let job = wanted.then(|| {
+            let pair = Pair { a: ta, b: tb };
+            self.spawn("diff-pair", move |cancel, progress| {
+                work::pair_detail(&a, &b, pair, cancel, progress)
+            })
+        });
+        if let Some(c) = self.active().and_then(|t| t.compare.as_mut()) {
+            c.selected = Some(i);
+            if let Some(job) = job {
+                c.detail.start(i, job);
+            }
+        }
+    }
+
+    fn show_save_as(&mut self) {
+        let target = self.session.active_tab().and_then(|t| {
+            let ck = Arc::clone(&t.loaded()?.ck);
+            let selection: Vec<usize> = if t.table.selection.is_empty() {
+                t.table.rows.clone()
+            } else {
+                t.table.selection.iter().copied().collect()
+            };
+            Some((ck, selection))
+        });
+        match target {
+            Some((_, sel)) if sel.is_empty() => {
+                self.session
+                    .notify("no tensor to save: the filter shows none");
+            }
+            Some((ck, sel)) => {
+                let mut d = SaveAsDialog::new(ck, sel);
+                d.browse.unavailable = !self.dialog.available();
+                self.session.save_as = Some(d);
+            }
+            None => self.session.notify("open a checkpoint first"),
+        }
+    }
+
+    fn browse(&mut self, form: WriteForm) {
+        let suggested = match form {
+            WriteForm::Export => self
+                .session
+                .export
+                .as_ref()
+                .map(|d| work::typed_path(&d.path)),
+            WriteForm::SaveAs => self
+                .session
+                .save_as
+                .as_ref()
+                .map(|d| work::typed_path(&d.path)),
+        };
+        let Some(suggested) = suggested else {
+            return;
+        };
+        let dialog = Arc::clone(self.dialog);
+        let job = self.spawn("save-dialog", move |_, _| Ok(dialog.save_file(&suggested)));
+        let browse = match form {
+            WriteForm::Export => self.session.export.as_mut().map(|d| &mut d.browse),
+            WriteForm::SaveAs => self.session.save_as.as_mut().map(|d| &mut d.browse),
+        };
+        if let Some(b) = browse {
+            b.task.start((), job);
+        }
+    }
+
+    fn start_export(&mut self) {
+        let Some(d) = &self.session.export else {
+            return;
+        };
+        let Some(tensor) = d.ck.tensors.get(d.index).copied() else {
+            return;
+        };
+        let ck = Arc::clone(&d.ck);
+        let out = work::typed_path(&d.path);
+        let opts = ExportOptions {
+            encoding: if d.raw {
+                Encoding::RawCodes
+            } else {
+                Encoding::Values
+            },
+            size_limit: if d.force {
+                SizeLimit::Ignore
+            } else {
+                SizeLimit::Enforce
+            },
+            ..ExportOptions::default()
+        };
+        let job = self.spawn("export-tensor", move |cancel, progress| {
+            export::export_tensor(&ck, tensor, &out, &opts, cancel, progress)
+        });
+        if let Some(d) = &mut self.session.export {
+            d.task.start((), job);
+        }
+    }
+
+    fn start_save_as(&mut self) {
+        let Some(d) = &self.session.save_as else {
+            return;
+        };
+        let opts = work::resave_options(d);
+        let ck = Arc::clone(&d.ck);
+        let out = work::typed_path(&d.path);
+        let job = opts.map(|opts| {
+            self.spawn("save-as", move |cancel, progress| {
+                crate::resave::resave(&ck, &out, &opts, cancel, progress)
+            })
+        });
+        if let Some(d) = &mut self.session.save_as {
+            d.invalid = None;
+            match job {
+                Ok(job) => d.task.start((), job),
+                Err(message) => d.invalid = Some(message),
+            }
+        }
+    }
+
+    fn cancel(&mut self, id: JobId) {
+        let session = &mut *self.session;
+        match id {
+            JobId::Load(i) => {
+                if let Some(t) = session.tabs.get_mut(i) {
+                    t.load.cancel();
+                }
+            }
+            JobId::Write(WriteForm::Export) => {
+                if let Some(d) = &mut session.export {
+                    d.task.cancel();
+                }
+            }
+            JobId::Write(WriteForm::SaveAs) => {
+                if let Some(d) = &mut session.save_as {
+                    d.task.cancel();
+                }
+            }
+            JobId::Stats | JobId::Scan | JobId::Heatmap | JobId::Diff | JobId::PairDetail => {
+                let Some(t) = session.active_tab_mut() else {
+                    return;
+                };
+                match id {
+                    JobId::Stats => t.tensor.stats.cancel(),
+                    JobId::Heatmap => t.tensor.heatmap.cancel(),
+                    JobId::Scan => {
+                        if let Some(s) = &mut t.tensor.scan {
+                            s.task.cancel();
+                        }
+                    }
+                    JobId::Diff => {
+                        if let Some(c) = &mut t.compare {
+                            c.diff.cancel();
+                        }
+                    }
+                    _ => {
+                        if let Some(c) = &mut t.compare {
+                            c.detail.cancel();
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Puts `path` first in the recent files.
+pub fn remember(recent: &mut Vec<PathBuf>, path: &Path) {
+    let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    recent.retain(|p| p != &path);
+    recent.insert(0, path);
+    recent.truncate(MAX_RECENT);
+}

@@ -1,0 +1,116 @@
+//! Everything the explorer holds between frames, as plain data: the
+//! persisted [`State`], the open tabs, the dialogs and the notices. These
+//! types import nothing from the panels or the app: panels read them (and
+//! write only their own view state, [`ViewState`]), the runner changes them.
+
+mod compare;
+mod dialogs;
+mod tab;
+mod tensor;
+
+use std::convert::Infallible;
+use std::path::PathBuf;
+use std::time::Instant;
+
+pub use compare::{CompareState, DiffColumn, DiffFilter, DiffRow, LayerChart, PairDetail};
+pub use dialogs::{
+    Browse, ConversionChoice, Entry, ExportDialog, Listing, Picker, SaveAsDialog, WriteForm,
+};
+pub use tab::{Loaded, SelectMode, Tab, TableState};
+pub use tensor::{
+    HeatKey, HistKind, ScanProgress, ScanState, ScanSummary, Section, SidePage, StatsKey,
+    TensorState, ViewState,
+};
+
+use super::dialog::DialogResult;
+use super::task::Task;
+
+/// How many recent files are remembered.
+pub const MAX_RECENT: usize = 12;
+
+/// What is persisted between runs (eframe storage). Only settings a user
+/// chose; jobs and caches are rebuilt.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct State {
+    /// Recently opened paths, newest first, absolute.
+    pub recent: Vec<PathBuf>,
+    /// Show the tensor table as a tree of dotted prefixes instead of a list.
+    pub tree_view: bool,
+}
+
+/// What the open dialog (native or in-app) is choosing a file for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DialogPurpose {
+    /// Open in new tabs.
+    Open,
+    /// Compare the active tab with the chosen file.
+    Compare,
+}
+
+/// A short message in the corner, gone after a few seconds.
+#[derive(Debug, Clone)]
+pub struct Notice {
+    /// Untrusted parts are escaped when drawn.
+    pub text: String,
+    /// When it was posted (it expires from then).
+    pub at: Instant,
+}
+
+/// Everything open in this run of the window.
+#[derive(Default)]
+pub struct Session {
+    /// Settings kept between runs.
+    pub state: State,
+    /// Open files, in tab-bar order.
+    pub tabs: Vec<Tab>,
+    /// Index into `tabs` of the tab shown (0 when there is none).
+    pub active: usize,
+    /// The native open dialog while it is shown (it blocks a thread).
+    pub open_dialog: Task<DialogPurpose, DialogResult, Infallible>,
+    /// The in-app file picker, where no native dialog exists.
+    pub picker: Option<Picker>,
+    /// The *Export tensor* window.
+    pub export: Option<ExportDialog>,
+    /// The *Save as* window.
+    pub save_as: Option<SaveAsDialog>,
+    /// Messages on show, oldest first.
+    pub notices: Vec<Notice>,
+}
+
+impl Session {
+    /// A window with the given persisted settings and nothing open.
+    pub fn new(state: State) -> Self {
+        Self {
+            state,
+            ..Self::default()
+        }
+    }
+
+    /// The tab shown.
+    pub fn active_tab(&self) -> Option<&Tab> {
+        self.tabs.get(self.active)
+    }
+
+    /// The tab shown, to change it.
+    pub fn active_tab_mut(&mut self) -> Option<&mut Tab> {
+        self.tabs.get_mut(self.active)
+    }
+
+    /// True while any background job runs.
+    pub fn is_busy(&self) -> bool {
+        self.open_dialog.is_running()
+            || self.picker.as_ref().is_some_and(|p| p.listing.is_running())
+            || self.export.as_ref().is_some_and(ExportDialog::is_busy)
+            || self.save_as.as_ref().is_some_and(SaveAsDialog::is_busy)
+            || self.tabs.iter().any(Tab::is_busy)
+    }
+
+    /// Posts a notice.
+    pub fn notify(&mut self, text: impl Into<String>) {
+        self.notices.push(Notice {
+            text: text.into(),
+            at: Instant::now(),
+        });
+    }
+}

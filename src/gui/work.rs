@@ -1,0 +1,261 @@
+//! What each background job of the explorer does: plain functions over the
+//! library, run on a job's thread. They take what they need by value (an
+//! `Arc` of the checkpoint, a key), so the runner only has to spawn them.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use super::demo;
+use super::model::{ScanFigures, natural_cmp};
+use super::state::{Entry, Listing, Loaded, PairDetail, SaveAsDialog, ScanProgress, StatsKey};
+use crate::diff::{self, DiffError, DiffOptions, DiffReport, Pair};
+use crate::format::{Checkpoint, LoadError, TensorRef};
+use crate::jobs::{CancelToken, Progress, on_job_pool};
+use crate::resave::{MetadataEdit, ResaveOptions};
+use crate::stats::heatmap::{self, Heatmap, HeatmapError, HeatmapRequest};
+use crate::stats::{self, Detail, Scalar, StatsError, StatsOptions, TensorStats};
+
+/// The scan stores figures after this many bytes, so the table fills in as
+/// it goes.
+const SCAN_BATCH_BYTES: u64 = 256 << 20;
+/// …or after this many tensors (checkpoints of many small tensors).
+const SCAN_BATCH_TENSORS: usize = 4096;
+/// Folder entries listed at most (a folder of millions stays usable).
+const MAX_LISTED: usize = 50_000;
+
+/// Writes the demo checkpoint to its folder and opens it.
+pub fn open_demo() -> Result<Loaded, LoadError> {
+    let folder = demo::demo_folder();
+    let path = demo::write_demo(&folder).map_err(|e| LoadError::Io {
+        path: folder.clone(),
+        source: std::io::Error::other(e.to_string()).into(),
+    })?;
+    Loaded::open(&path)
+}
+
+/// Statistics of one tensor, on the job pool.
+pub fn tensor_stats(
+    ck: &Checkpoint,
+    tensor: TensorRef,
+    key: StatsKey,
+    cancel: &CancelToken,
+    progress: &Progress,
+) -> Result<TensorStats, StatsError> {
+    let options = StatsOptions {
+        bit_order: key.order,
+        ..StatsOptions::default()
+    };
+    on_job_pool(|| stats::tensor_stats(ck, tensor, &options, cancel, progress))
+}
+
+fn figures_of(v: &stats::ValueStats) -> ScanFigures {
+    ScanFigures {
+        min: v.min.map(Scalar::to_f64),
+        max: v.max.map(Scalar::to_f64),
+        std: v.std,
+        non_finite: v.nan + v.pos_inf + v.neg_inf,
+    }
+}
+
+/// Range, moments and NaN/Inf counts of every tensor, in batches whose
+/// figures go to `live` as each ends.
+pub fn scan(
+    ck: &Checkpoint,
+    live: &ScanProgress,
+    cancel: &CancelToken,
+    progress: &Progress,
+) -> Result<(), StatsError> {
+    let options = StatsOptions {
+        detail: Detail::MomentsOnly,
+        ..StatsOptions::default()
+    };
+    let total: u64 = ck
+        .tensors
+        .iter()
+        .filter_map(|t| ck.info(*t))
+        .map(|i| stats::planned_work(i.dtype, i.nbytes, &options))
+        .fold(0, u64::saturating_add);
+    progress.set_total(total);
+    let run = |batch: &[(usize, TensorRef)]| -> Result<(), StatsError> {
+        let refs: Vec<TensorRef> = batch.iter().map(|(_, t)| *t).collect();
+        let inner = Progress::new();
+        let report = on_job_pool(|| stats::scan(ck, &refs, &options, cancel, &inner))?;
+        progress.add(inner.done());
+        if let Ok(mut figures) = live.figures.lock() {
+            for ((i, _), t) in batch.iter().zip(&report.tensors) {
+                if let Some(slot) = figures.get_mut(*i) {
+                    *slot = Some(figures_of(&t.values));
+                }
+            }
+        }
+        live.generation.fetch_add(1, Ordering::Release);
+        Ok(())
+    };
+    let mut batch: Vec<(usize, TensorRef)> = Vec::new();
+    let mut batch_bytes = 0u64;
+    for (i, t) in ck.tensors.iter().enumerate() {
+        batch.push((i, *t));
+        batch_bytes = batch_bytes.saturating_add(ck.info(*t).map_or(0, |i| i.nbytes));
+        if batch_bytes >= SCAN_BATCH_BYTES || batch.len() >= SCAN_BATCH_TENSORS {
+            run(&batch)?;
+            batch.clear();
+            batch_bytes = 0;
+        }
+    }
+    if !batch.is_empty() {
+        run(&batch)?;
+    }
+    Ok(())
+}
+
+/// The heatmap of one tensor, after checking its file has not changed.
+pub fn heatmap(
+    ck: &Checkpoint,
+    tensor: TensorRef,
+    request: &HeatmapRequest,
+    cancel: &CancelToken,
+    progress: &Progress,
+) -> Result<Heatmap, HeatmapError> {
+    if let Some(shard) = ck.shards.get(tensor.shard) {
+        shard
+            .file
+            .check_unchanged()
+            .map_err(|e| HeatmapError::Unreadable(e.message()))?;
+    }
+    let info = ck
+        .info(tensor)
+        .ok_or_else(|| HeatmapError::Unreadable("the tensor is not in the file".into()))?;
+    heatmap::compute(
+        info.dtype,
+        &info.shape,
+        ck.bytes(tensor),
+        request,
+        cancel,
+        progress,
+    )
+}
+
+/// The diff of two checkpoints, on the job pool.
+pub fn diff(
+    a: &Checkpoint,
+    b: &Checkpoint,
+    cancel: &CancelToken,
+    progress: &Progress,
+) -> Result<DiffReport, DiffError> {
+    on_job_pool(|| diff::diff(a, b, &DiffOptions::default(), cancel, progress))
+}
+
+/// Both sides' statistics, the Δ histogram and the |Δ| map of one pair.
+pub fn pair_detail(
+    a: &Checkpoint,
+    b: &Checkpoint,
+    pair: Pair,
+    cancel: &CancelToken,
+    progress: &Progress,
+) -> Result<PairDetail, String> {
+    let options = StatsOptions::default();
+    let sa =
+        stats::tensor_stats(a, pair.a, &options, cancel, progress).map_err(|e| e.to_string())?;
+    let sb =
+        stats::tensor_stats(b, pair.b, &options, cancel, progress).map_err(|e| e.to_string())?;
+    let opts = DiffOptions::default();
+    let delta = diff::delta_histogram(a, b, pair, 128, &opts, cancel, progress)
+        .map_err(|e| e.to_string())?;
+    let map =
+        diff::abs_delta_map(a, b, pair, 256, &opts, cancel, progress).map_err(|e| e.to_string())?;
+    Ok(PairDetail {
+        a: sa,
+        b: sb,
+        delta,
+        map,
+    })
+}
+
+/// What `path` is, for the picker: a folder's entries (folders first, then
+/// natural order), or the file itself.
+pub fn list_folder(path: &Path) -> Result<Listing, String> {
+    let meta = std::fs::metadata(path).map_err(|e| format!("{e}: {}", path.display()))?;
+    if !meta.is_dir() {
+        return Ok(Listing::File(path.to_path_buf()));
+    }
+    let read = std::fs::read_dir(path).map_err(|e| format!("{e}: {}", path.display()))?;
+    let mut out: Vec<Entry> = read
+        .filter_map(Result::ok)
+        .take(MAX_LISTED)
+        .map(|e| {
+            let path = e.path();
+            let meta = std::fs::metadata(&path).ok();
+            Entry {
+                name: e.file_name().to_string_lossy().into_owned(),
+                is_dir: meta.as_ref().is_some_and(std::fs::Metadata::is_dir),
+                size: meta.map_or(0, |m| m.len()),
+                path,
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        b.is_dir
+            .cmp(&a.is_dir)
+            .then_with(|| natural_cmp(&a.name.to_lowercase(), &b.name.to_lowercase()))
+    });
+    Ok(Listing::Folder(out))
+}
+
+/// The resave options the *Save as* form describes, or why it is invalid.
+pub fn resave_options(d: &SaveAsDialog) -> Result<ResaveOptions, String> {
+    let renames = d
+        .renames
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            l.split_once('=')
+                .map(|(a, b)| (a.trim().to_owned(), b.trim().to_owned()))
+                .ok_or_else(|| format!("a rename takes FROM=TO, got {l:?}"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut edits = Vec::new();
+    for (k, v, keep) in &d.metadata {
+        match (keep, d.original_metadata.get(k)) {
+            (false, Some(_)) => edits.push(MetadataEdit::Delete { key: k.clone() }),
+            (true, Some(old)) if old != v => edits.push(MetadataEdit::Set {
+                key: k.clone(),
+                value: v.clone(),
+            }),
+            (true, None) => edits.push(MetadataEdit::Set {
+                key: k.clone(),
+                value: v.clone(),
+            }),
+            _ => {}
+        }
+    }
+    let max_shard_bytes = if d.max_shard.trim().is_empty() {
+        None
+    } else {
+        Some(crate::resave::parse_size(&d.max_shard)?)
+    };
+    Ok(ResaveOptions {
+        selection: Some(d.selection.clone()),
+        renames,
+        metadata_edits: edits,
+        conversions: d
+            .conversions
+            .iter()
+            .filter_map(|c| Some((c.from, c.to?)))
+            .collect(),
+        overflow: d.overflow,
+        max_shard_bytes,
+        ..ResaveOptions::default()
+    })
+}
+
+/// The path a form writes to, as typed.
+pub fn typed_path(text: &str) -> PathBuf {
+    PathBuf::from(text.trim())
+}
+
+/// The checkpoints of a comparison, when both are open.
+pub fn both(a: Option<&Loaded>, b: Option<&Loaded>) -> Option<(Arc<Checkpoint>, Arc<Checkpoint>)> {
+    Some((Arc::clone(&a?.ck), Arc::clone(&b?.ck)))
+}

@@ -20,7 +20,7 @@ pub enum JobId {
     Stats,
     /// The whole-file scan.
     Scan,
-    /// The heatmap.
+    /// The heatmap of the selected tensor.
     Heatmap,
     /// The diff of the comparison.
     Diff,
@@ -30,7 +30,7 @@ pub enum JobId {
     Write(WriteForm),
 }
 
-/// Something to do.
+/// An action for the runner; see the module docs.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
     /// Open a file, shard index or folder in a new tab (or show its tab).
@@ -67,7 +67,7 @@ pub enum Command {
     ToggleGroup(String),
     /// A click on tensor `index` (into `ck.tensors`).
     Select {
-        /// The tensor.
+        /// Index into `ck.tensors`.
         index: usize,
         /// Whether Ctrl or Shift was held.
         mode: SelectMode,
@@ -107,9 +107,9 @@ pub enum Command {
     Browse(WriteForm),
     /// Run a form's write.
     StartWrite(WriteForm),
-    /// Close a form.
+    /// Close a form (a running write goes on to its end).
     CloseForm(WriteForm),
-    /// Stop a job.
+    /// Stop a job: its task ends as cancelled at once.
     Cancel(JobId),
     /// Close the window.
     Quit,

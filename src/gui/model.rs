@@ -19,17 +19,17 @@ pub enum Column {
     Dtype,
     /// Shape (lexicographic by dimension).
     Shape,
-    /// Element count.
+    /// Element count (the product of the shape).
     Elements,
-    /// Bytes.
+    /// Bytes of data in the file.
     Bytes,
-    /// Offset range (begin).
+    /// Shard, then offset of the first byte: file order.
     Offsets,
-    /// Shard file.
+    /// Shard file, in the index's order.
     Shard,
-    /// Scanned minimum.
+    /// Smallest finite value, once scanned (unscanned rows sort last).
     Min,
-    /// Scanned maximum.
+    /// Largest finite value, once scanned.
     Max,
     /// Scanned standard deviation.
     Std,
@@ -37,21 +37,21 @@ pub enum Column {
     NonFinite,
 }
 
-/// Sort direction.
+/// Which way a column sorts; ties always fall back to natural name order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Direction {
-    /// Smallest first.
+    /// Smallest (or A) first.
     Ascending,
-    /// Largest first.
+    /// Largest (or Z) first.
     Descending,
 }
 
 /// Figures a whole-file scan adds to a row.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ScanFigures {
-    /// Finite minimum.
+    /// Smallest finite value; `None` when no value is finite.
     pub min: Option<f64>,
-    /// Finite maximum.
+    /// Largest finite value; `None` when no value is finite.
     pub max: Option<f64>,
     /// Standard deviation of finite values.
     pub std: Option<f64>,
@@ -108,7 +108,7 @@ pub enum NameFilter {
     All,
     /// Case-insensitive substring.
     Substring(String),
-    /// A regex search.
+    /// A regex search (unanchored; the text after a leading `/`).
     Regex(Regex),
 }
 
@@ -242,7 +242,7 @@ pub enum TreeRow {
         depth: usize,
         /// Tensors under it (after filtering).
         count: usize,
-        /// Their bytes.
+        /// Their bytes in all, saturating.
         bytes: u64,
         /// Whether its children are shown.
         expanded: bool,
@@ -251,7 +251,7 @@ pub enum TreeRow {
     Tensor {
         /// Index into the checkpoint's tensors.
         index: usize,
-        /// Nesting depth.
+        /// Nesting depth, for the indent.
         depth: usize,
     },
 }
@@ -329,11 +329,11 @@ pub fn tree_rows(ck: &Checkpoint, rows: &[usize], expanded: &BTreeSet<String>) -
 /// Tensors, parameters and bytes of one dtype.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DtypeTotals {
-    /// Number of tensors.
+    /// Tensors of this dtype.
     pub tensors: u64,
     /// Number of parameters (elements, as the Hugging Face metadata API counts them).
     pub parameters: u64,
-    /// Bytes of data.
+    /// Bytes of data, saturating at `u64::MAX`.
     pub bytes: u64,
 }
 

@@ -17,6 +17,7 @@ use crate::text::{human_bytes, human_count};
 /// A header parses in milliseconds: show progress only after this long.
 const LOADING_DELAY: Duration = Duration::from_millis(150);
 
+/// File, View and Help menus.
 pub fn menu_bar_ui(ui: &mut egui::Ui, session: &Session, out: &mut Vec<Command>) {
     egui::MenuBar::new().ui(ui, |ui| {
         ui.menu_button("File", |ui| file_menu_ui(ui, session, out));
@@ -114,6 +115,7 @@ fn file_menu_ui(ui: &mut egui::Ui, session: &Session, out: &mut Vec<Command>) {
     }
 }
 
+/// One button per open tab, marked while loading or when invalid.
 pub fn tab_bar_ui(ui: &mut egui::Ui, session: &Session, out: &mut Vec<Command>) {
     ui.horizontal_wrapped(|ui| {
         for (i, tab) in session.tabs.iter().enumerate() {
@@ -142,6 +144,7 @@ pub fn tab_bar_ui(ui: &mut egui::Ui, session: &Session, out: &mut Vec<Command>) 
     });
 }
 
+/// Tensor, parameter and byte totals, per dtype, and the selection size.
 pub fn status_bar_ui(ui: &mut egui::Ui, session: &Session) {
     ui.horizontal_wrapped(|ui| {
         let Some(tab) = session.active_tab() else {
@@ -178,6 +181,7 @@ pub fn status_bar_ui(ui: &mut egui::Ui, session: &Session) {
     });
 }
 
+/// What an empty window shows: open, the demo, and the recent files.
 pub fn start_screen_ui(ui: &mut egui::Ui, recent: &[PathBuf], out: &mut Vec<Command>) {
     ui.vertical_centered(|ui| {
         ui.add_space(ui.available_height() * 0.18);
@@ -273,6 +277,7 @@ pub fn failed_ui(ui: &mut egui::Ui, text: &str, tab: usize, out: &mut Vec<Comman
     });
 }
 
+/// Darkens the window while files are dragged over it.
 pub fn drop_overlay_ui(ctx: &egui::Context) {
     let hovering = ctx.input(|i| !i.raw.hovered_files.is_empty());
     if !hovering {
@@ -293,6 +298,7 @@ pub fn drop_overlay_ui(ctx: &egui::Context) {
     );
 }
 
+/// The notices, in the bottom-right corner.
 pub fn notices_ui(ctx: &egui::Context, notices: &[Notice]) {
     if notices.is_empty() {
         return;

@@ -28,7 +28,7 @@ pub enum DiffRow {
 /// Which rows the diff table shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum DiffFilter {
-    /// Everything.
+    /// Every pair and every one-side name.
     #[default]
     All,
     /// Pairs that are not identical or equal, and names on one side only.
@@ -116,7 +116,7 @@ impl LayerChart {
 pub struct CompareState {
     /// B as asked for (absolute).
     pub path_b: PathBuf,
-    /// Opening B.
+    /// Opening B, keyed by its path.
     pub load_b: Task<PathBuf, Loaded, LoadError>,
     /// The diff of A and B.
     pub diff: Task<(), DiffReport, DiffError>,

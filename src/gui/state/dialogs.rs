@@ -19,7 +19,7 @@ use crate::resave::{ResaveError, ResaveReport};
 /// One entry of a folder listing.
 #[derive(Debug, Clone)]
 pub struct Entry {
-    /// Where it is.
+    /// Its full path (what opening it opens).
     pub path: PathBuf,
     /// Its file name, lossily decoded for display.
     pub name: String,
@@ -123,7 +123,7 @@ pub struct ExportDialog {
     pub force: bool,
     /// The native save dialog.
     pub browse: Browse,
-    /// The export job.
+    /// The export job; its outcome shows under the buttons.
     pub task: Task<(), ExportReport, ExportError>,
 }
 
@@ -193,7 +193,7 @@ pub struct SaveAsDialog {
     pub browse: Browse,
     /// Why the form's options are invalid, from the last *Save* click.
     pub invalid: Option<String>,
-    /// The write job.
+    /// The write job; its outcome shows under the buttons.
     pub task: Task<(), ResaveReport, ResaveError>,
 }
 

@@ -87,7 +87,7 @@ impl Session {
         }
     }
 
-    /// The tab shown.
+    /// The tab shown, if any is open.
     pub fn active_tab(&self) -> Option<&Tab> {
         self.tabs.get(self.active)
     }
@@ -106,7 +106,7 @@ impl Session {
             || self.tabs.iter().any(Tab::is_busy)
     }
 
-    /// Posts a notice.
+    /// Posts a notice; it expires on its own.
     pub fn notify(&mut self, text: impl Into<String>) {
         self.notices.push(Notice {
             text: text.into(),

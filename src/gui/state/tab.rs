@@ -146,7 +146,7 @@ impl TableState {
     }
 }
 
-/// One open file.
+/// One open file, shown as one tab.
 pub struct Tab {
     /// What was opened (absolute; the checkpoint's own path once loaded).
     pub path: PathBuf,

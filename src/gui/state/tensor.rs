@@ -169,7 +169,7 @@ pub enum Section {
     Stats,
     /// The paged value grid.
     Values,
-    /// The heatmap.
+    /// The heatmap of two chosen axes.
     Heatmap,
 }
 

@@ -1,0 +1,300 @@
+//! The commands that start or stop background jobs: statistics, the scan,
+//! heatmaps, the diff and its pairs, and the writing forms.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::Runner;
+use crate::diff::Pair;
+use crate::export::{self, Encoding, ExportOptions, SizeLimit};
+use crate::gui::command::JobId;
+use crate::gui::state::{
+    CompareState, HeatKey, SaveAsDialog, ScanProgress, ScanState, ScanSummary, StatsKey, WriteForm,
+};
+use crate::gui::task::Task;
+use crate::gui::work;
+
+impl Runner<'_> {
+    pub(super) fn start_stats(&mut self, key: StatsKey) {
+        let Some(ck) = self
+            .active()
+            .and_then(|t| Some(Arc::clone(&t.loaded()?.ck)))
+        else {
+            return;
+        };
+        let Some(tensor) = ck.tensors.get(key.index).copied() else {
+            return;
+        };
+        let job = self.spawn("tensor-stats", move |cancel, progress| {
+            work::tensor_stats(&ck, tensor, key, cancel, progress)
+        });
+        if let Some(t) = self.active() {
+            // Starting another key drops (cancels) the job of the previous one.
+            t.tensor.stats.start(key, job);
+        }
+    }
+
+    pub(super) fn start_scan(&mut self) {
+        let Some(ck) = self
+            .active()
+            .and_then(|t| Some(Arc::clone(&t.loaded()?.ck)))
+        else {
+            return;
+        };
+        let live = Arc::new(ScanProgress::new(ck.tensors.len()));
+        let job = self.spawn("scan-file", {
+            let live = Arc::clone(&live);
+            move |cancel, progress| work::scan(&ck, &live, cancel, progress)
+        });
+        if let Some(t) = self.active() {
+            let mut task = Task::default();
+            task.start((), job);
+            t.tensor.scan = Some(ScanState {
+                live,
+                figures: Vec::new(),
+                generation: 0,
+                summary: ScanSummary::default(),
+                task,
+            });
+            t.table.dirty = true;
+        }
+    }
+
+    pub(super) fn start_heatmap(&mut self, key: HeatKey) {
+        let Some(ck) = self
+            .active()
+            .and_then(|t| Some(Arc::clone(&t.loaded()?.ck)))
+        else {
+            return;
+        };
+        let Some(tensor) = ck.tensors.get(key.0).copied() else {
+            return;
+        };
+        let request = key.1.clone();
+        let job = self.spawn("heatmap", move |cancel, progress| {
+            work::heatmap(&ck, tensor, &request, cancel, progress)
+        });
+        if let Some(t) = self.active() {
+            t.tensor.heatmap.start(key, job);
+        }
+    }
+
+    pub(super) fn compare(&mut self, path: PathBuf) {
+        let abs = std::path::absolute(&path).unwrap_or(path);
+        let job = self.load_job(&abs);
+        if let Some(tab) = self.active() {
+            let mut c = CompareState::new(abs.clone());
+            c.load_b.start(abs, job);
+            tab.compare = Some(c);
+            tab.view.delta_texture = None;
+        }
+        // The diff starts once both sides are open (see the app's poll).
+    }
+
+    pub(super) fn start_diff(&mut self, i: usize) {
+        let Some(tab) = self.session.tabs.get(i) else {
+            return;
+        };
+        let Some((a, b)) = work::both(tab.loaded(), tab.compare.as_ref().and_then(CompareState::b))
+        else {
+            return;
+        };
+        let job = self.spawn("diff", move |cancel, progress| {
+            work::diff(&a, &b, cancel, progress)
+        });
+        if let Some(c) = self
+            .session
+            .tabs
+            .get_mut(i)
+            .and_then(|t| t.compare.as_mut())
+        {
+            c.diff.start((), job);
+            c.selected = None;
+            c.detail.clear();
+            c.dirty = true;
+        }
+    }
+
+    #[expect(
+        clippy::many_single_char_names,
+        reason = "a and b are the two sides of the comparison, t its pair"
+    )]
+    pub(super) fn select_pair(&mut self, i: usize) {
+        let Some(tab) = self.session.active_tab() else {
+            return;
+        };
+        let Some(c) = &tab.compare else {
+            return;
+        };
+        let Some((a, b)) = work::both(tab.loaded(), c.b()) else {
+            return;
+        };
+        let Some(t) = c.report().and_then(|r| r.tensors.get(i)) else {
+            return;
+        };
+        let name_a = t.name_a.as_deref().unwrap_or(&t.name);
+        let (Some(ta), Some(tb)) = (a.find(name_a), b.find(&t.name)) else {
+            return;
+        };
+        let wanted = c.detail.wants(&i);
+        let job = wanted.then(|| {
+            let pair = Pair { a: ta, b: tb };
+            self.spawn("diff-pair", move |cancel, progress| {
+                work::pair_detail(&a, &b, pair, cancel, progress)
+            })
+        });
+        if let Some(c) = self.active().and_then(|t| t.compare.as_mut()) {
+            c.selected = Some(i);
+            if let Some(job) = job {
+                c.detail.start(i, job);
+            }
+        }
+    }
+
+    pub(super) fn show_save_as(&mut self) {
+        let target = self.session.active_tab().and_then(|t| {
+            let ck = Arc::clone(&t.loaded()?.ck);
+            let selection: Vec<usize> = if t.table.selection.is_empty() {
+                t.table.rows.clone()
+            } else {
+                t.table.selection.iter().copied().collect()
+            };
+            Some((ck, selection))
+        });
+        match target {
+            Some((_, sel)) if sel.is_empty() => {
+                self.session
+                    .notify("no tensor to save: the filter shows none");
+            }
+            Some((ck, sel)) => {
+                let mut d = SaveAsDialog::new(ck, sel);
+                d.browse.unavailable = !self.dialog.available();
+                self.session.save_as = Some(d);
+            }
+            None => self.session.notify("open a checkpoint first"),
+        }
+    }
+
+    pub(super) fn browse(&mut self, form: WriteForm) {
+        let suggested = match form {
+            WriteForm::Export => self
+                .session
+                .export
+                .as_ref()
+                .map(|d| work::typed_path(&d.path)),
+            WriteForm::SaveAs => self
+                .session
+                .save_as
+                .as_ref()
+                .map(|d| work::typed_path(&d.path)),
+        };
+        let Some(suggested) = suggested else {
+            return;
+        };
+        let dialog = Arc::clone(self.dialog);
+        let job = self.spawn("save-dialog", move |_, _| Ok(dialog.save_file(&suggested)));
+        let browse = match form {
+            WriteForm::Export => self.session.export.as_mut().map(|d| &mut d.browse),
+            WriteForm::SaveAs => self.session.save_as.as_mut().map(|d| &mut d.browse),
+        };
+        if let Some(b) = browse {
+            b.task.start((), job);
+        }
+    }
+
+    pub(super) fn start_export(&mut self) {
+        let Some(d) = &self.session.export else {
+            return;
+        };
+        let Some(tensor) = d.ck.tensors.get(d.index).copied() else {
+            return;
+        };
+        let ck = Arc::clone(&d.ck);
+        let out = work::typed_path(&d.path);
+        let opts = ExportOptions {
+            encoding: if d.raw {
+                Encoding::RawCodes
+            } else {
+                Encoding::Values
+            },
+            size_limit: if d.force {
+                SizeLimit::Ignore
+            } else {
+                SizeLimit::Enforce
+            },
+            ..ExportOptions::default()
+        };
+        let job = self.spawn("export-tensor", move |cancel, progress| {
+            export::export_tensor(&ck, tensor, &out, &opts, cancel, progress)
+        });
+        if let Some(d) = &mut self.session.export {
+            d.task.start((), job);
+        }
+    }
+
+    pub(super) fn start_save_as(&mut self) {
+        let Some(d) = &self.session.save_as else {
+            return;
+        };
+        let opts = work::resave_options(d);
+        let ck = Arc::clone(&d.ck);
+        let out = work::typed_path(&d.path);
+        let job = opts.map(|opts| {
+            self.spawn("save-as", move |cancel, progress| {
+                crate::resave::resave(&ck, &out, &opts, cancel, progress)
+            })
+        });
+        if let Some(d) = &mut self.session.save_as {
+            d.invalid = None;
+            match job {
+                Ok(job) => d.task.start((), job),
+                Err(message) => d.invalid = Some(message),
+            }
+        }
+    }
+
+    pub(super) fn cancel(&mut self, id: JobId) {
+        let session = &mut *self.session;
+        match id {
+            JobId::Load(i) => {
+                if let Some(t) = session.tabs.get_mut(i) {
+                    t.load.cancel();
+                }
+            }
+            JobId::Write(WriteForm::Export) => {
+                if let Some(d) = &mut session.export {
+                    d.task.cancel();
+                }
+            }
+            JobId::Write(WriteForm::SaveAs) => {
+                if let Some(d) = &mut session.save_as {
+                    d.task.cancel();
+                }
+            }
+            JobId::Stats | JobId::Scan | JobId::Heatmap | JobId::Diff | JobId::PairDetail => {
+                let Some(t) = session.active_tab_mut() else {
+                    return;
+                };
+                match id {
+                    JobId::Stats => t.tensor.stats.cancel(),
+                    JobId::Heatmap => t.tensor.heatmap.cancel(),
+                    JobId::Scan => {
+                        if let Some(s) = &mut t.tensor.scan {
+                            s.task.cancel();
+                        }
+                    }
+                    JobId::Diff => {
+                        if let Some(c) = &mut t.compare {
+                            c.diff.cancel();
+                        }
+                    }
+                    _ => {
+                        if let Some(c) = &mut t.compare {
+                            c.detail.cancel();
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

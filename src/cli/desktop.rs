@@ -219,19 +219,18 @@ mod tests {
 
     #[test]
     fn mimeapps_list_is_updated_in_place() {
-        let dir = std::env::temp_dir().join(format!("ts-mimeapps-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("dir");
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path();
         std::fs::write(
             dir.join("mimeapps.list"),
             "[Added Associations]\ntext/plain=x.desktop;\n[Default Applications]\napplication/x-safetensors=old.desktop;\ntext/plain=x.desktop;\n",
         )
         .expect("write");
         let mut r = InstallReport::default();
-        set_default_in_mimeapps(&dir, &mut r).expect("set");
+        set_default_in_mimeapps(dir, &mut r).expect("set");
         let s = std::fs::read_to_string(dir.join("mimeapps.list")).expect("read");
         assert!(s.contains("application/x-safetensors=tensorscope.desktop;"));
         assert!(!s.contains("old.desktop"));
         assert!(s.contains("text/plain=x.desktop;"));
-        std::fs::remove_dir_all(&dir).expect("cleanup");
     }
 }

@@ -63,43 +63,7 @@ pub fn pair_ui(ui: &mut egui::Ui, tab: &mut Tab, out: &mut Vec<Command>) {
         .show(ui, |ui| {
             {
                 let (a, b) = (&detail.a, &detail.b);
-                egui::Grid::new("pair_stats")
-                    .num_columns(3)
-                    .striped(true)
-                    .spacing([14.0, 3.0])
-                    .show(ui, |ui| {
-                        ui.weak("");
-                        ui.strong("A");
-                        ui.strong("B");
-                        ui.end_row();
-                        let f = |v: Option<f64>| v.map_or_else(|| "—".to_owned(), fmt_value);
-                        let s = |v: Option<crate::stats::Scalar>| {
-                            v.map_or_else(|| "—".to_owned(), |x| fmt_value(x.to_f64()))
-                        };
-                        for (k, va, vb) in [
-                            ("min", s(a.values.min), s(b.values.min)),
-                            ("max", s(a.values.max), s(b.values.max)),
-                            ("mean", f(a.values.mean), f(b.values.mean)),
-                            ("std", f(a.values.std), f(b.values.std)),
-                            ("L2 norm", f(a.values.l2_norm), f(b.values.l2_norm)),
-                            ("NaN", a.values.nan.to_string(), b.values.nan.to_string()),
-                            (
-                                "±Inf",
-                                (a.values.pos_inf + a.values.neg_inf).to_string(),
-                                (b.values.pos_inf + b.values.neg_inf).to_string(),
-                            ),
-                            (
-                                "zeros",
-                                a.values.zeros.to_string(),
-                                b.values.zeros.to_string(),
-                            ),
-                        ] {
-                            ui.weak(k);
-                            ui.monospace(va);
-                            ui.monospace(vb);
-                            ui.end_row();
-                        }
-                    });
+                stats_grid_ui(ui, a, b);
                 ui.add_space(6.0);
                 ui.strong("Histograms of A and B");
                 let line = |h: &Option<crate::stats::Histogram>| -> Vec<[f64; 2]> {
@@ -179,6 +143,51 @@ pub fn pair_ui(ui: &mut egui::Ui, tab: &mut Tab, out: &mut Vec<Command>) {
                     map.min.map_or_else(|| "—".into(), fmt_value),
                     map.max.map_or_else(|| "—".into(), fmt_value)
                 ));
+            }
+        });
+}
+
+/// The two sides' figures, one row per statistic.
+#[allow(
+    clippy::many_single_char_names,
+    reason = "a and b are the two sides of the comparison"
+)]
+fn stats_grid_ui(ui: &mut egui::Ui, a: &crate::stats::TensorStats, b: &crate::stats::TensorStats) {
+    egui::Grid::new("pair_stats")
+        .num_columns(3)
+        .striped(true)
+        .spacing([14.0, 3.0])
+        .show(ui, |ui| {
+            ui.weak("");
+            ui.strong("A");
+            ui.strong("B");
+            ui.end_row();
+            let f = |v: Option<f64>| v.map_or_else(|| "—".to_owned(), fmt_value);
+            let s = |v: Option<crate::stats::Scalar>| {
+                v.map_or_else(|| "—".to_owned(), |x| fmt_value(x.to_f64()))
+            };
+            for (k, va, vb) in [
+                ("min", s(a.values.min), s(b.values.min)),
+                ("max", s(a.values.max), s(b.values.max)),
+                ("mean", f(a.values.mean), f(b.values.mean)),
+                ("std", f(a.values.std), f(b.values.std)),
+                ("L2 norm", f(a.values.l2_norm), f(b.values.l2_norm)),
+                ("NaN", a.values.nan.to_string(), b.values.nan.to_string()),
+                (
+                    "±Inf",
+                    (a.values.pos_inf + a.values.neg_inf).to_string(),
+                    (b.values.pos_inf + b.values.neg_inf).to_string(),
+                ),
+                (
+                    "zeros",
+                    a.values.zeros.to_string(),
+                    b.values.zeros.to_string(),
+                ),
+            ] {
+                ui.weak(k);
+                ui.monospace(va);
+                ui.monospace(vb);
+                ui.end_row();
             }
         });
 }

@@ -11,7 +11,7 @@ use super::{failure_text, job_row};
 use crate::diff::{DiffReport, Status, TensorDiff};
 use crate::gui::command::{Command, JobId};
 use crate::gui::safe_text;
-use crate::gui::state::{DiffColumn, DiffFilter, DiffRow, LayerChart, Tab};
+use crate::gui::state::{CompareState, DiffColumn, DiffFilter, DiffRow, LayerChart, Tab};
 use crate::gui::task::Failure;
 use crate::text::fmt_value;
 
@@ -100,7 +100,41 @@ pub fn diff_table_ui(ui: &mut egui::Ui, tab: &mut Tab, index: usize, out: &mut V
         }
         None => return,
     };
-    // Summary.
+    summary_ui(ui, report);
+    ui.horizontal(|ui| {
+        for (f, label) in [
+            (DiffFilter::All, "All"),
+            (DiffFilter::Changed, "Changed only"),
+            (DiffFilter::OneSide, "Only in A/B"),
+            (DiffFilter::Structure, "Dtype/shape changes"),
+        ] {
+            if ui.selectable_label(c.filter == f, label).clicked() && c.filter != f {
+                out.push(Command::SetDiffFilter(f));
+            }
+        }
+        ui.separator();
+        let mut text = c.name_filter.clone();
+        if ui
+            .add(
+                egui::TextEdit::singleline(&mut text)
+                    .hint_text("Filter names")
+                    .desired_width(160.0),
+            )
+            .changed()
+        {
+            out.push(Command::SetDiffNameFilter(text));
+        }
+        ui.checkbox(&mut tab.view.show_layer_chart, "Per-layer chart");
+    });
+    if tab.view.show_layer_chart {
+        layer_chart_ui(ui, &c.layers);
+    }
+    pairs_table_ui(ui, c, report, out);
+}
+
+/// The summary line: counts per status, one-side names, the largest
+/// change, and the metadata.
+fn summary_ui(ui: &mut egui::Ui, report: &DiffReport) {
     ui.horizontal_wrapped(|ui| {
         for s in [
             Status::Identical,
@@ -152,34 +186,15 @@ pub fn diff_table_ui(ui: &mut egui::Ui, tab: &mut Tab, index: usize, out: &mut V
             ui.strong("· no differences");
         }
     });
-    ui.horizontal(|ui| {
-        for (f, label) in [
-            (DiffFilter::All, "All"),
-            (DiffFilter::Changed, "Changed only"),
-            (DiffFilter::OneSide, "Only in A/B"),
-            (DiffFilter::Structure, "Dtype/shape changes"),
-        ] {
-            if ui.selectable_label(c.filter == f, label).clicked() && c.filter != f {
-                out.push(Command::SetDiffFilter(f));
-            }
-        }
-        ui.separator();
-        let mut text = c.name_filter.clone();
-        if ui
-            .add(
-                egui::TextEdit::singleline(&mut text)
-                    .hint_text("Filter names")
-                    .desired_width(160.0),
-            )
-            .changed()
-        {
-            out.push(Command::SetDiffNameFilter(text));
-        }
-        ui.checkbox(&mut tab.view.show_layer_chart, "Per-layer chart");
-    });
-    if tab.view.show_layer_chart {
-        layer_chart_ui(ui, &c.layers);
-    }
+}
+
+/// The table of pairs and one-side names (virtualised).
+fn pairs_table_ui(
+    ui: &mut egui::Ui,
+    c: &CompareState,
+    report: &DiffReport,
+    out: &mut Vec<Command>,
+) {
     let row_h = ui.text_style_height(&egui::TextStyle::Body) + 6.0;
     let columns: [(DiffColumn, &str); 8] = [
         (DiffColumn::Name, "Name"),

@@ -6,10 +6,11 @@ use eframe::egui;
 use egui_extras::{Column as TableColumn, TableBuilder};
 
 use crate::dtype::Dtype;
+use crate::format::Checkpoint;
 use crate::gui::command::Command;
-use crate::gui::model::{Column, Direction, TreeRow};
+use crate::gui::model::{Column, Direction, ScanFigures, TreeRow};
 use crate::gui::safe_text;
-use crate::gui::state::{SelectMode, Tab};
+use crate::gui::state::{SelectMode, Tab, TableState};
 use crate::text::{fmt_shape, fmt_value, human_bytes};
 
 /// Draws the filter row and the table.
@@ -40,12 +41,82 @@ pub fn table_panel_ui(ui: &mut egui::Ui, tab: &mut Tab, tree_view: bool, out: &m
         }
     }
 
-    let modifiers = ui.input(|i| i.modifiers);
-    let sharded = ck.is_sharded();
-    let scan = tab.tensor.scan.as_ref().map(|s| s.figures.as_slice());
-    let scanned = scan.is_some();
+    let cells = Cells {
+        ck,
+        scan: tab.tensor.scan.as_ref().map(|s| s.figures.as_slice()),
+        tree_mode: tree_view,
+        modifiers: ui.input(|i| i.modifiers),
+    };
+    let columns = columns(cells.scan.is_some(), ck.is_sharded());
     let row_height = ui.text_style_height(&egui::TextStyle::Body) + 6.0;
-    let mut columns: Vec<(Column, &str)> = vec![
+    let table = &tab.table;
+    let scroll_to = tab.view.scroll_to.take();
+    egui::ScrollArea::horizontal()
+        .id_salt("table_hscroll")
+        .show(ui, |ui| {
+            let mut builder = TableBuilder::new(ui)
+                .id_salt("tensor_table")
+                .striped(true)
+                .resizable(true)
+                .sense(egui::Sense::click())
+                .cell_layout(egui::Layout::left_to_right(egui::Align::Center))
+                .column(TableColumn::initial(220.0).at_least(120.0).clip(true));
+            for (c, _) in &columns[1..] {
+                builder = builder.column(
+                    TableColumn::initial(initial_width(*c))
+                        .at_least(40.0)
+                        .clip(true),
+                );
+            }
+            if let Some(row) = scroll_to {
+                builder = builder.scroll_to_row(row, None);
+            }
+            let count = if cells.tree_mode {
+                table.tree.len()
+            } else {
+                table.rows.len()
+            };
+            builder
+                .header(row_height + 2.0, |header| {
+                    header_ui(header, &columns, table.sort, out);
+                })
+                .body(|body| {
+                    body.rows(row_height, count, |mut row| {
+                        let pos = row.index();
+                        if cells.tree_mode {
+                            match table.tree.get(pos) {
+                                Some(TreeRow::Tensor { index, depth }) => {
+                                    cells.tensor_row_ui(&mut row, table, *index, *depth, out);
+                                }
+                                Some(TreeRow::Group {
+                                    prefix,
+                                    depth,
+                                    count,
+                                    bytes,
+                                    expanded,
+                                }) => {
+                                    let group = Group {
+                                        prefix,
+                                        depth: *depth,
+                                        count: *count,
+                                        bytes: *bytes,
+                                        expanded: *expanded,
+                                    };
+                                    group_row_ui(&mut row, &group, columns.len(), out);
+                                }
+                                None => {}
+                            }
+                        } else if let Some(&index) = table.rows.get(pos) {
+                            cells.tensor_row_ui(&mut row, table, index, 0, out);
+                        }
+                    });
+                });
+        });
+}
+
+/// The columns shown: the scan's only after a scan, Shard only when sharded.
+fn columns(scanned: bool, sharded: bool) -> Vec<(Column, &'static str)> {
+    let mut columns = vec![
         (Column::Name, "Name"),
         (Column::Dtype, "Dtype"),
         (Column::Shape, "Shape"),
@@ -64,227 +135,196 @@ pub fn table_panel_ui(ui: &mut egui::Ui, tab: &mut Tab, tree_view: bool, out: &m
     if sharded {
         columns.push((Column::Shard, "Shard"));
     }
-    let mut clicked_header: Option<Column> = None;
-    let mut clicked: Option<(usize, SelectMode)> = None;
-    let mut toggle_group: Option<String> = None;
-    egui::ScrollArea::horizontal()
-        .id_salt("table_hscroll")
-        .show(ui, |ui| {
-            let mut builder = TableBuilder::new(ui)
-                .id_salt("tensor_table")
-                .striped(true)
-                .resizable(true)
-                .sense(egui::Sense::click())
-                .cell_layout(egui::Layout::left_to_right(egui::Align::Center))
-                .column(TableColumn::initial(220.0).at_least(120.0).clip(true));
-            for (c, _) in &columns[1..] {
-                let w = match c {
-                    Column::Dtype | Column::Shape => 90.0,
-                    Column::Elements => 76.0,
-                    Column::Bytes => 72.0,
-                    Column::Offsets => 130.0,
-                    Column::Shard => 180.0,
-                    _ => 74.0,
-                };
-                builder = builder.column(TableColumn::initial(w).at_least(40.0).clip(true));
-            }
-            if let Some(row) = tab.view.scroll_to.take() {
-                builder = builder.scroll_to_row(row, None);
-            }
-            let sort = tab.table.sort;
-            let table = builder.header(row_height + 2.0, |mut header| {
-                for (c, title) in &columns {
-                    header.col(|ui| {
-                        let marker = match sort {
-                            Some((s, Direction::Ascending)) if s == *c => " ⏶",
-                            Some((s, Direction::Descending)) if s == *c => " ⏷",
-                            _ => "",
-                        };
-                        let r = ui.add(
-                            egui::Button::new(
-                                egui::RichText::new(format!("{title}{marker}")).strong(),
-                            )
-                            .frame(false),
-                        );
-                        if r.on_hover_text("Sort by this column; click again to reverse")
-                            .clicked()
-                        {
-                            clicked_header = Some(*c);
-                        }
-                    });
-                }
-            });
+    columns
+}
 
-            let tree_mode = tree_view;
-            let count = if tree_mode {
-                tab.table.tree.len()
-            } else {
-                tab.table.rows.len()
+/// A column's width before the user resizes it, in points.
+fn initial_width(column: Column) -> f32 {
+    match column {
+        Column::Dtype | Column::Shape => 90.0,
+        Column::Elements => 76.0,
+        Column::Bytes => 72.0,
+        Column::Offsets => 130.0,
+        Column::Shard => 180.0,
+        _ => 74.0,
+    }
+}
+
+/// The header: a sort button per column, with the arrow of the sort.
+fn header_ui(
+    mut header: egui_extras::TableRow<'_, '_>,
+    columns: &[(Column, &str)],
+    sort: Option<(Column, Direction)>,
+    out: &mut Vec<Command>,
+) {
+    for (c, title) in columns {
+        header.col(|ui| {
+            let marker = match sort {
+                Some((s, Direction::Ascending)) if s == *c => " ⏶",
+                Some((s, Direction::Descending)) if s == *c => " ⏷",
+                _ => "",
             };
-            table.body(|body| {
-                body.rows(row_height, count, |mut row| {
-                    let pos = row.index();
-                    let (index, depth, group) = if tree_mode {
-                        match tab.table.tree.get(pos) {
-                            Some(TreeRow::Tensor { index, depth }) => (Some(*index), *depth, None),
-                            Some(TreeRow::Group {
-                                prefix,
-                                depth,
-                                count,
-                                bytes,
-                                expanded,
-                            }) => (
-                                None,
-                                *depth,
-                                Some((prefix.clone(), *count, *bytes, *expanded)),
-                            ),
-                            None => return,
-                        }
-                    } else {
-                        (tab.table.rows.get(pos).copied(), 0, None)
-                    };
-                    if let Some((prefix, count, bytes, expanded)) = group {
-                        row.col(|ui| {
-                            ui.add_space(depth as f32 * 14.0);
-                            let arrow = if expanded { "⏷" } else { "⏵" };
-                            let last = prefix.rsplit('.').next().unwrap_or(&prefix);
-                            ui.label(
-                                egui::RichText::new(format!("{arrow} {}", safe_text(last, 200)))
-                                    .strong(),
-                            );
-                            ui.weak(format!("({count})"));
-                        });
-                        row.col(|_| {});
-                        row.col(|_| {});
-                        row.col(|_| {});
-                        row.col(|ui| {
-                            ui.label(human_bytes(bytes));
-                        });
-                        for _ in 5..columns.len() {
-                            row.col(|_| {});
-                        }
-                        if row.response().clicked() {
-                            toggle_group = Some(prefix);
-                        }
-                        return;
-                    }
-                    let Some(index) = index else {
-                        return;
-                    };
-                    let Some(info) = ck.tensors.get(index).and_then(|t| ck.info(*t)) else {
-                        return;
-                    };
-                    row.set_selected(tab.table.selection.contains(&index));
-                    let scan = scan.and_then(|s| s.get(index).copied().flatten());
-                    row.col(|ui| {
-                        ui.add_space(depth as f32 * 14.0);
-                        let shown = if tree_mode {
-                            info.name.rsplit('.').next().unwrap_or(&info.name)
-                        } else {
-                            &info.name
-                        };
-                        ui.add(
-                            egui::Label::new(safe_text(shown, 300))
-                                .truncate()
-                                .selectable(false),
-                        )
-                        .on_hover_text(safe_text(&info.name, 2000));
-                    });
-                    row.col(|ui| {
-                        ui.monospace(info.dtype.name());
-                    });
-                    row.col(|ui| {
-                        ui.add(
-                            egui::Label::new(fmt_shape(&info.shape))
-                                .truncate()
-                                .selectable(false),
-                        );
-                    });
-                    row.col(|ui| {
-                        ui.label(info.numel.to_string());
-                    });
-                    row.col(|ui| {
-                        ui.label(human_bytes(info.nbytes))
-                            .on_hover_text(format!("{} bytes", info.nbytes));
-                    });
-                    if scanned {
-                        let opt = |v: Option<f64>| v.map_or_else(|| "—".to_owned(), fmt_value);
-                        let s = scan.unwrap_or_default();
-                        row.col(|ui| {
-                            ui.label(if scan.is_some() {
-                                opt(s.min)
-                            } else {
-                                "…".into()
-                            });
-                        });
-                        row.col(|ui| {
-                            ui.label(if scan.is_some() {
-                                opt(s.max)
-                            } else {
-                                "…".into()
-                            });
-                        });
-                        row.col(|ui| {
-                            ui.label(if scan.is_some() {
-                                opt(s.std)
-                            } else {
-                                "…".into()
-                            });
-                        });
-                        row.col(|ui| {
-                            if s.non_finite > 0 {
-                                ui.colored_label(
-                                    ui.visuals().warn_fg_color,
-                                    s.non_finite.to_string(),
-                                );
-                            } else {
-                                ui.label(if scan.is_some() { "0" } else { "…" });
-                            }
-                        });
-                    }
-                    row.col(|ui| {
-                        ui.label(format!(
-                            "{}..{}",
-                            info.data_offsets[0], info.data_offsets[1]
-                        ));
-                    });
-                    if sharded {
-                        row.col(|ui| {
-                            let shard = ck
-                                .tensors
-                                .get(index)
-                                .and_then(|t| ck.shards.get(t.shard))
-                                .map_or("", |s| s.name.as_str());
-                            ui.add(
-                                egui::Label::new(safe_text(shard, 200))
-                                    .truncate()
-                                    .selectable(false),
-                            );
-                        });
-                    }
-                    if row.response().clicked() {
-                        let mode = if modifiers.shift {
-                            SelectMode::Range
-                        } else if modifiers.command {
-                            SelectMode::Toggle
-                        } else {
-                            SelectMode::Replace
-                        };
-                        clicked = Some((index, mode));
-                    }
-                });
-            });
+            let r = ui.add(
+                egui::Button::new(egui::RichText::new(format!("{title}{marker}")).strong())
+                    .frame(false),
+            );
+            if r.on_hover_text("Sort by this column; click again to reverse")
+                .clicked()
+            {
+                out.push(Command::SortBy(*c));
+            }
         });
+    }
+}
 
-    if let Some(c) = clicked_header {
-        out.push(Command::SortBy(c));
+/// A group line of the tree view.
+struct Group<'a> {
+    prefix: &'a str,
+    depth: usize,
+    count: usize,
+    bytes: u64,
+    expanded: bool,
+}
+
+/// A group line: its last name part with an arrow, its tensor count and
+/// bytes; a click opens or closes it.
+fn group_row_ui(
+    row: &mut egui_extras::TableRow<'_, '_>,
+    g: &Group<'_>,
+    columns: usize,
+    out: &mut Vec<Command>,
+) {
+    row.col(|ui| {
+        ui.add_space(g.depth as f32 * 14.0);
+        let arrow = if g.expanded { "⏷" } else { "⏵" };
+        let last = g.prefix.rsplit('.').next().unwrap_or(g.prefix);
+        ui.label(egui::RichText::new(format!("{arrow} {}", safe_text(last, 200))).strong());
+        ui.weak(format!("({})", g.count));
+    });
+    row.col(|_| {});
+    row.col(|_| {});
+    row.col(|_| {});
+    row.col(|ui| {
+        ui.label(human_bytes(g.bytes));
+    });
+    for _ in 5..columns {
+        row.col(|_| {});
     }
-    if let Some((index, mode)) = clicked {
-        out.push(Command::Select { index, mode });
+    if row.response().clicked() {
+        out.push(Command::ToggleGroup(g.prefix.to_owned()));
     }
-    if let Some(prefix) = toggle_group {
-        out.push(Command::ToggleGroup(prefix));
+}
+
+/// What every tensor row reads.
+struct Cells<'a> {
+    ck: &'a Checkpoint,
+    /// Scan figures per tensor, once a scan started.
+    scan: Option<&'a [Option<ScanFigures>]>,
+    /// Rows show the last part of the name under their group.
+    tree_mode: bool,
+    /// Held while clicking: Ctrl toggles, Shift selects a range.
+    modifiers: egui::Modifiers,
+}
+
+impl Cells<'_> {
+    fn tensor_row_ui(
+        &self,
+        row: &mut egui_extras::TableRow<'_, '_>,
+        table: &TableState,
+        index: usize,
+        depth: usize,
+        out: &mut Vec<Command>,
+    ) {
+        let ck = self.ck;
+        let Some(tref) = ck.tensors.get(index).copied() else {
+            return;
+        };
+        let Some(info) = ck.info(tref) else {
+            return;
+        };
+        row.set_selected(table.selection.contains(&index));
+        row.col(|ui| {
+            ui.add_space(depth as f32 * 14.0);
+            let shown = if self.tree_mode {
+                info.name.rsplit('.').next().unwrap_or(&info.name)
+            } else {
+                &info.name
+            };
+            ui.add(
+                egui::Label::new(safe_text(shown, 300))
+                    .truncate()
+                    .selectable(false),
+            )
+            .on_hover_text(safe_text(&info.name, 2000));
+        });
+        row.col(|ui| {
+            ui.monospace(info.dtype.name());
+        });
+        row.col(|ui| {
+            ui.add(
+                egui::Label::new(fmt_shape(&info.shape))
+                    .truncate()
+                    .selectable(false),
+            );
+        });
+        row.col(|ui| {
+            ui.label(info.numel.to_string());
+        });
+        row.col(|ui| {
+            ui.label(human_bytes(info.nbytes))
+                .on_hover_text(format!("{} bytes", info.nbytes));
+        });
+        if let Some(scan) = self.scan {
+            scan_cells_ui(row, scan.get(index).copied().flatten());
+        }
+        row.col(|ui| {
+            ui.label(format!(
+                "{}..{}",
+                info.data_offsets[0], info.data_offsets[1]
+            ));
+        });
+        if ck.is_sharded() {
+            row.col(|ui| {
+                let shard = ck.shards.get(tref.shard).map_or("", |s| s.name.as_str());
+                ui.add(
+                    egui::Label::new(safe_text(shard, 200))
+                        .truncate()
+                        .selectable(false),
+                );
+            });
+        }
+        if row.response().clicked() {
+            let mode = if self.modifiers.shift {
+                SelectMode::Range
+            } else if self.modifiers.command {
+                SelectMode::Toggle
+            } else {
+                SelectMode::Replace
+            };
+            out.push(Command::Select { index, mode });
+        }
     }
+}
+
+/// Min, Max, Std and NaN/Inf of a row: `…` until the scan reaches it.
+fn scan_cells_ui(row: &mut egui_extras::TableRow<'_, '_>, figures: Option<ScanFigures>) {
+    let text = |v: Option<f64>| match figures {
+        None => "…".to_owned(),
+        Some(_) => v.map_or_else(|| "—".to_owned(), fmt_value),
+    };
+    let s = figures.unwrap_or_default();
+    for v in [s.min, s.max, s.std] {
+        row.col(|ui| {
+            ui.label(text(v));
+        });
+    }
+    row.col(|ui| {
+        if s.non_finite > 0 {
+            ui.colored_label(ui.visuals().warn_fg_color, s.non_finite.to_string());
+        } else {
+            ui.label(if figures.is_some() { "0" } else { "…" });
+        }
+    });
 }
 
 fn filter_row_ui(ui: &mut egui::Ui, tab: &mut Tab, tree_view: bool, out: &mut Vec<Command>) {

@@ -23,7 +23,7 @@
 //!
 //! `.npy`, `.csv` and `.bin` stream: memory use is a fixed buffer whatever
 //! the tensor's size. Every file is written to a temporary file beside the
-//! target, synced and renamed ([`crate::format::write::atomic_write`]).
+//! target, synced and renamed ([`crate::fsio::atomic_write`]).
 //!
 //! From the GUI (the selected tensor and the heatmap view it shows):
 //!
@@ -53,8 +53,8 @@ use std::path::{Path, PathBuf};
 
 use crate::dtype::Dtype;
 use crate::dtype::decode::{BitOrder, code_at, decode_f32};
-use crate::format::write::{ShortWriter, WriteError, atomic_write, cancelled_io_error, same_file};
 use crate::format::{Checkpoint, LoadError, TensorRef};
+use crate::fsio::{FileError, ShortWriter, atomic_write, copy_chunked, same_file, write_chunk};
 use crate::jobs::{CancelToken, Progress};
 use crate::stats::heatmap::{self, HeatmapError, HeatmapRequest, Pooling};
 
@@ -296,7 +296,7 @@ pub enum ExportError {
     Load(LoadError),
     /// Writing failed; the target was not changed.
     #[error(transparent)]
-    Write(WriteError),
+    Write(FileError),
     /// Cancelled; the target was not changed.
     #[error("cancelled; no file was changed")]
     Cancelled,
@@ -314,7 +314,7 @@ impl ExportError {
             ExportError::WouldOverwriteSource { .. } => "WouldOverwriteSource",
             ExportError::NoSuchTensor => "UnknownTensor",
             ExportError::Load(e) => e.kind(),
-            ExportError::Write(e) => crate::resave::write_kind(e),
+            ExportError::Write(e) => e.kind(),
             ExportError::Cancelled => "Cancelled",
         }
     }
@@ -323,7 +323,7 @@ impl ExportError {
     pub fn path(&self) -> Option<&Path> {
         match self {
             ExportError::UnknownFormat { path, .. }
-            | ExportError::Write(WriteError::Io { path, .. }) => Some(path),
+            | ExportError::Write(FileError::Io { path, .. }) => Some(path),
             ExportError::WouldOverwriteSource { output, .. } => Some(output),
             ExportError::Load(e) => Some(e.path()),
             _ => None,
@@ -331,11 +331,11 @@ impl ExportError {
     }
 }
 
-impl From<WriteError> for ExportError {
-    fn from(e: WriteError) -> Self {
+impl From<FileError> for ExportError {
+    fn from(e: FileError) -> Self {
         match e {
-            WriteError::Cancelled => ExportError::Cancelled,
-            other => ExportError::Write(other),
+            FileError::Cancelled => ExportError::Cancelled,
+            other @ FileError::Io { .. } => ExportError::Write(other),
         }
     }
 }
@@ -423,7 +423,7 @@ pub fn export_view(
             report.bytes_written = write_streamed(out, opts, |w| {
                 w.write_all(&header)?;
                 if copied {
-                    copy_bytes(w, view.bytes, cancel, progress)
+                    copy_chunked(w, view.bytes, cancel, progress)
                 } else {
                     npy_converted(w, view, opts, elements, cancel, progress)
                 }
@@ -444,7 +444,7 @@ pub fn export_view(
         ExportFormat::Bin => {
             progress.set_total(view.bytes.len() as u64);
             report.bytes_written =
-                write_streamed(out, opts, |w| copy_bytes(w, view.bytes, cancel, progress))?;
+                write_streamed(out, opts, |w| copy_chunked(w, view.bytes, cancel, progress))?;
         }
         ExportFormat::Png => {
             let (png, info) = png_bytes(view, opts, cancel, progress)?;
@@ -509,22 +509,6 @@ fn write_streamed(
     Ok(written)
 }
 
-fn copy_bytes(
-    w: &mut dyn Write,
-    bytes: &[u8],
-    cancel: &CancelToken,
-    progress: &Progress,
-) -> io::Result<()> {
-    for chunk in bytes.chunks(8 << 20) {
-        if cancel.is_cancelled() {
-            return Err(cancelled_io_error());
-        }
-        w.write_all(chunk)?;
-        progress.add(chunk.len() as u64);
-    }
-    Ok(())
-}
-
 /// The `.npy` data of dtypes that are not copied: BOOL normalised to 0/1,
 /// small floats and BF16 as float32, F4/F6 codes unpacked to bytes.
 fn npy_converted(
@@ -540,9 +524,6 @@ fn npy_converted(
     let mut out: Vec<u8> = Vec::with_capacity(CHUNK_ELEMENTS * 4);
     let mut first = 0u64;
     while first < elements {
-        if cancel.is_cancelled() {
-            return Err(cancelled_io_error());
-        }
         let n = (elements - first).min(CHUNK_ELEMENTS as u64) as usize;
         out.clear();
         match (view.dtype, opts.encoding) {
@@ -578,8 +559,9 @@ fn npy_converted(
                 "the tensor's bytes end early",
             ));
         }
-        w.write_all(&out)?;
-        progress.add((n as f64 * bytes_per_element) as u64);
+        // Progress counts source bytes, as the copied dtypes do.
+        let work = (n as f64 * bytes_per_element) as u64;
+        write_chunk(w, &out, work, cancel, progress)?;
         first += n as u64;
     }
     Ok(())
@@ -606,26 +588,21 @@ fn write_csv(
         .iter()
         .fold(1u64, |a, &d| a.saturating_mul(d))
         .max(1);
+    // One chunk of text per CHUNK_ELEMENTS elements (at most ~25 bytes
+    // each), written and counted as elements done.
     let mut text = String::with_capacity(1 << 20);
-    for i in 0..elements {
-        if i % CHUNK_ELEMENTS as u64 == 0 {
-            if cancel.is_cancelled() {
-                return Err(cancelled_io_error());
-            }
-            if i > 0 {
-                progress.add(CHUNK_ELEMENTS as u64);
-            }
+    let mut first = 0u64;
+    while first < elements {
+        let n = (elements - first).min(CHUNK_ELEMENTS as u64);
+        text.clear();
+        for i in first..first + n {
+            let code = code_at(view.dtype, view.bytes, i, opts.bit_order).unwrap_or(0);
+            csv::push_element(&mut text, view.dtype, code, opts.encoding);
+            text.push(if (i + 1) % row_len == 0 { '\n' } else { ',' });
         }
-        let code = code_at(view.dtype, view.bytes, i, opts.bit_order).unwrap_or(0);
-        csv::push_element(&mut text, view.dtype, code, opts.encoding);
-        text.push(if (i + 1) % row_len == 0 { '\n' } else { ',' });
-        if text.len() >= 1 << 20 {
-            w.write_all(text.as_bytes())?;
-            text.clear();
-        }
+        write_chunk(w, text.as_bytes(), n, cancel, progress)?;
+        first += n;
     }
-    w.write_all(text.as_bytes())?;
-    progress.add(elements % CHUNK_ELEMENTS as u64);
     Ok(())
 }
 

@@ -68,15 +68,13 @@ use crate::dtype::Dtype;
 use crate::dtype::convert::{ConversionCounts, Converter, Overflow, convert_chunks, is_supported};
 use crate::format::LoadError;
 use crate::format::SafetensorsFile;
-use crate::format::write::{
-    CommitError, FinishedFile, PendingFile, ShortWriter, TensorEntry, WriteError,
-    cancelled_io_error, commit_all, header_for_entries, same_file,
-};
+use crate::format::write::{TensorEntry, WriteError, header_for_entries};
 use crate::format::{Checkpoint, CheckpointKind, INDEX_FILE_NAME, TensorRef};
+use crate::fsio::{
+    CommitError, FileError, FinishedFile, PendingFile, ShortWriter, commit_all, copy_chunked,
+    same_file, write_chunk,
+};
 use crate::jobs::{CancelToken, Progress};
-
-/// Bytes per copy chunk (and between cancellation checks).
-const COPY_CHUNK: usize = 8 << 20;
 
 /// One edit of `__metadata__`, applied in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -389,7 +387,7 @@ impl ResaveError {
             ResaveError::InvalidShardSize => "InvalidShardSize",
             ResaveError::InvalidOutput { .. } => "InvalidOutput",
             ResaveError::WouldOverwriteSource { .. } => "WouldOverwriteSource",
-            ResaveError::Write(e) => write_kind(e),
+            ResaveError::Write(e) => e.kind(),
             ResaveError::Verify { .. } => "VerifyFailed",
             ResaveError::Commit(_) => "CommitFailed",
             ResaveError::InvalidPlan(_) => "InvalidPlan",
@@ -406,24 +404,15 @@ impl ResaveError {
             }
             ResaveError::WouldOverwriteSource { output, .. } => Some(output),
             ResaveError::Write(WriteError::Io { path, .. }) => Some(path),
-            ResaveError::Commit(c) => match &c.error {
-                WriteError::Io { path, .. } => Some(path),
-                _ => None,
-            },
+            ResaveError::Commit(c) => c.error.path(),
             _ => None,
         }
     }
 }
 
-/// A stable kind for a [`WriteError`] in JSON output.
-pub fn write_kind(e: &WriteError) -> &'static str {
-    match e {
-        WriteError::DuplicateName(_) => "DuplicateName",
-        WriteError::ReservedName => "ReservedName",
-        WriteError::SizeMismatch { .. } => "SizeMismatch",
-        WriteError::HeaderTooLarge(_) => "HeaderTooLarge",
-        WriteError::Cancelled => "Cancelled",
-        WriteError::Io { .. } => "Io",
+impl From<FileError> for ResaveError {
+    fn from(e: FileError) -> Self {
+        WriteError::from(e).into()
     }
 }
 
@@ -735,30 +724,18 @@ fn write_all_files(
         let mut pending = PendingFile::create(&file.path)?;
         let mut w = ShortWriter::new(pending.writer(), budget);
         let body = (|| -> std::io::Result<()> {
-            w.write_all(header)?;
-            progress.add(header.len() as u64);
+            write_chunk(&mut w, header, header.len() as u64, cancel, progress)?;
             for &k in order {
                 let Some(t) = file.tensors.get(k).and_then(|&ti| plan.tensors.get(ti)) else {
                     continue;
                 };
                 let bytes = ck.bytes(t.source);
                 if t.dtype == t.source_dtype {
-                    for chunk in bytes.chunks(COPY_CHUNK) {
-                        if cancel.is_cancelled() {
-                            return Err(cancelled_io_error());
-                        }
-                        w.write_all(chunk)?;
-                        progress.add(chunk.len() as u64);
-                    }
+                    copy_chunked(&mut w, bytes, cancel, progress)?;
                 } else if let Some(&conv) = converters.get(&t.source_dtype) {
                     let mut counts = ConversionCounts::default();
                     convert_chunks(t.source_dtype, bytes, conv, &mut counts, |chunk| {
-                        if cancel.is_cancelled() {
-                            return Err(cancelled_io_error());
-                        }
-                        w.write_all(chunk)?;
-                        progress.add(chunk.len() as u64);
-                        Ok(())
+                        write_chunk(&mut w, chunk, chunk.len() as u64, cancel, progress)
                     })?;
                     conversions.push(TensorConversion {
                         name: t.name.clone(),

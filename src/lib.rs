@@ -1,6 +1,6 @@
 //! Tensorscope: a fast, safe explorer for safetensors checkpoints.
 //!
-//! The library is the whole engine, and knows no screen: [`format`] reads
+//! The library is the whole engine, and knows no screen: [`format`](mod@format) reads
 //! and validates files (zero-copy, memory-mapped) and writes them,
 //! [`dtype`] decodes and converts every element type bit-exactly, [`stats`]
 //! summarises values, [`diff`] compares two checkpoints, [`export`] writes a

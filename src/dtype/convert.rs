@@ -4,7 +4,7 @@
 //!
 //! Every source value is first decoded exactly to f64 (F32, F16 and BF16
 //! are exact in f64), then rounded once onto the target's grid by
-//! [`round_to_grid`], which works on the f64 value itself with exact
+//! `round_to_grid`, which works on the f64 value itself with exact
 //! power-of-two scaling. We do not use `half`'s `from_f64`: in half 2.7.1
 //! it converts through f32 where the CPU has F16C (double rounding: the
 //! F64 value 1 + 2^-11 + 2^-40 becomes 1.0 instead of 1 + 2^-10) and

@@ -45,6 +45,7 @@
 //! ```
 
 mod csv;
+mod heatmap_png;
 pub mod npy;
 pub mod png;
 
@@ -52,11 +53,11 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use crate::dtype::Dtype;
-use crate::dtype::decode::{BitOrder, code_at, decode_f32};
+use crate::dtype::decode::BitOrder;
 use crate::format::{Checkpoint, LoadError, TensorRef};
-use crate::fsio::{FileError, ShortWriter, atomic_write, copy_chunked, same_file, write_chunk};
+use crate::fsio::{FileError, ShortWriter, atomic_write, copy_chunked, same_file};
 use crate::jobs::{CancelToken, Progress};
-use crate::stats::heatmap::{self, HeatmapError, HeatmapRequest, Pooling};
+use crate::stats::heatmap::{HeatmapError, HeatmapRequest};
 
 /// CSV exports above this many elements are refused unless forced.
 pub const CSV_MAX_ELEMENTS: u64 = 10_000_000;
@@ -425,7 +426,7 @@ pub fn export_view(
                 if copied {
                     copy_chunked(w, view.bytes, cancel, progress)
                 } else {
-                    npy_converted(w, view, opts, elements, cancel, progress)
+                    npy::write_converted(w, view, opts, elements, cancel, progress)
                 }
             })?;
         }
@@ -438,7 +439,7 @@ pub fn export_view(
             }
             progress.set_total(elements);
             report.bytes_written = write_streamed(out, opts, |w| {
-                write_csv(w, view, opts, elements, cancel, progress)
+                csv::write_csv(w, view, opts, elements, cancel, progress)
             })?;
         }
         ExportFormat::Bin => {
@@ -447,7 +448,7 @@ pub fn export_view(
                 write_streamed(out, opts, |w| copy_chunked(w, view.bytes, cancel, progress))?;
         }
         ExportFormat::Png => {
-            let (png, info) = png_bytes(view, opts, cancel, progress)?;
+            let (png, info) = heatmap_png::png_bytes(view, opts, cancel, progress)?;
             report.png = Some(info);
             report.bytes_written = write_streamed(out, opts, |w| w.write_all(&png))?;
         }
@@ -507,187 +508,6 @@ fn write_streamed(
         Ok(())
     })?;
     Ok(written)
-}
-
-/// The `.npy` data of dtypes that are not copied: BOOL normalised to 0/1,
-/// small floats and BF16 as float32, F4/F6 codes unpacked to bytes.
-fn npy_converted(
-    w: &mut dyn Write,
-    view: TensorView<'_>,
-    opts: &ExportOptions,
-    elements: u64,
-    cancel: &CancelToken,
-    progress: &Progress,
-) -> io::Result<()> {
-    let bytes_per_element = f64::from(view.dtype.bits()) / 8.0;
-    let mut values = vec![0f32; CHUNK_ELEMENTS];
-    let mut out: Vec<u8> = Vec::with_capacity(CHUNK_ELEMENTS * 4);
-    let mut first = 0u64;
-    while first < elements {
-        let n = (elements - first).min(CHUNK_ELEMENTS as u64) as usize;
-        out.clear();
-        match (view.dtype, opts.encoding) {
-            (Dtype::Bool, _) => {
-                let start = first as usize;
-                let chunk = view.bytes.get(start..start + n).unwrap_or_default();
-                out.extend(chunk.iter().map(|&b| u8::from(b != 0)));
-            }
-            (_, Encoding::RawCodes) => {
-                // F4 and F6: one code per byte.
-                out.extend((first..first + n as u64).map(|i| {
-                    code_at(view.dtype, view.bytes, i, opts.bit_order).unwrap_or(0) as u8
-                }));
-            }
-            _ => {
-                let got = decode_f32(
-                    view.dtype,
-                    view.bytes,
-                    first,
-                    &mut values[..n],
-                    opts.bit_order,
-                )
-                .unwrap_or(0);
-                for v in &values[..got] {
-                    out.extend_from_slice(&v.to_le_bytes());
-                }
-            }
-        }
-        if out.is_empty() {
-            // The size was checked, so this cannot happen; never loop forever.
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "the tensor's bytes end early",
-            ));
-        }
-        // Progress counts source bytes, as the copied dtypes do.
-        let work = (n as f64 * bytes_per_element) as u64;
-        write_chunk(w, &out, work, cancel, progress)?;
-        first += n as u64;
-    }
-    Ok(())
-}
-
-fn write_csv(
-    w: &mut dyn Write,
-    view: TensorView<'_>,
-    opts: &ExportOptions,
-    elements: u64,
-    cancel: &CancelToken,
-    progress: &Progress,
-) -> io::Result<()> {
-    // With no elements there is nothing to write (not even the empty rows
-    // of a [n, 0] tensor: n may be 2^63). Otherwise every dimension is at
-    // least 1 and the row length is at most the element count.
-    if elements == 0 {
-        return Ok(());
-    }
-    let row_len: u64 = view
-        .shape
-        .get(1..)
-        .unwrap_or_default()
-        .iter()
-        .fold(1u64, |a, &d| a.saturating_mul(d))
-        .max(1);
-    // One chunk of text per CHUNK_ELEMENTS elements (at most ~25 bytes
-    // each), written and counted as elements done.
-    let mut text = String::with_capacity(1 << 20);
-    let mut first = 0u64;
-    while first < elements {
-        let n = (elements - first).min(CHUNK_ELEMENTS as u64);
-        text.clear();
-        for i in first..first + n {
-            let code = code_at(view.dtype, view.bytes, i, opts.bit_order).unwrap_or(0);
-            csv::push_element(&mut text, view.dtype, code, opts.encoding);
-            text.push(if (i + 1) % row_len == 0 { '\n' } else { ',' });
-        }
-        write_chunk(w, text.as_bytes(), n, cancel, progress)?;
-        first += n;
-    }
-    Ok(())
-}
-
-fn png_bytes(
-    view: TensorView<'_>,
-    opts: &ExportOptions,
-    cancel: &CancelToken,
-    progress: &Progress,
-) -> Result<(Vec<u8>, PngReport), ExportError> {
-    let (shape, request) = if let Some(req) = &opts.heatmap {
-        (view.shape.to_vec(), req.clone())
-    } else {
-        let shape = match view.shape {
-            [] | [_] => view.shape.to_vec(),
-            // Saturating: a shape such as [0, 2^40, 2^40] is valid (no
-            // elements) and has nothing to draw either way.
-            [first, rest @ ..] => vec![*first, rest.iter().fold(1u64, |a, &d| a.saturating_mul(d))],
-        };
-        let req = HeatmapRequest {
-            row_axis: 0,
-            col_axis: 1,
-            fixed: Vec::new(),
-            pooling: Pooling::MaxAbs,
-            max_side: PNG_MAX_SIDE,
-            order: opts.bit_order,
-        };
-        (shape, req)
-    };
-    let map = heatmap::compute(view.dtype, &shape, view.bytes, &request, cancel, progress)?;
-    let scale = (PNG_MIN_PIXELS / map.width.max(map.height).max(1)).max(1);
-    let cells = map.to_rgb();
-    let (width, height) = (map.width * scale, map.height * scale);
-    let mut rgb = Vec::with_capacity(width * height * 3);
-    for row in cells.chunks(map.width * 3) {
-        let mut line = Vec::with_capacity(width * 3);
-        for px in row.chunks(3) {
-            for _ in 0..scale {
-                line.extend_from_slice(px);
-            }
-        }
-        for _ in 0..scale {
-            rgb.extend_from_slice(&line);
-        }
-    }
-    let shape_text: Vec<String> = view.shape.iter().map(u64::to_string).collect();
-    let range = match (map.min, map.max) {
-        (Some(lo), Some(hi)) => format!("{lo:?} .. {hi:?}"),
-        _ => "no finite value".into(),
-    };
-    let comment = format!(
-        "{} [{}]; {} x {} elements in {} x {} cells ({} pooling); range {range}; grey = no finite value",
-        view.dtype,
-        shape_text.join(", "),
-        map.rows,
-        map.cols,
-        map.height,
-        map.width,
-        match request.pooling {
-            Pooling::MaxAbs => "max |x|",
-            Pooling::Mean => "mean",
-        },
-    );
-    let png = png::encode_rgb(
-        width,
-        height,
-        &rgb,
-        &[
-            ("Software", "Tensorscope"),
-            ("Title", view.name),
-            ("Comment", &comment),
-        ],
-    )
-    .ok_or(ExportError::Heatmap(HeatmapError::Empty))?;
-    let report = PngReport {
-        width,
-        height,
-        cells_wide: map.width,
-        cells_high: map.height,
-        scale,
-        rows: map.rows,
-        cols: map.cols,
-        min: map.min,
-        max: map.max,
-    };
-    Ok((png, report))
 }
 
 #[cfg(test)]

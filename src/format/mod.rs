@@ -1,11 +1,11 @@
 //! The safetensors format: header types, the validating reader, sharded
 //! checkpoints, and their errors.
 //!
-//! [`parse`] reproduces the reference implementation's verdict on every
+//! [`parse()`] reproduces the reference implementation's verdict on every
 //! input (FORMAT.md); [`Checkpoint::open`] opens a file, a shard index or a
-//! folder holding one. [`write`] writes files the way the reference writer
-//! lays them out, and [`resave`] re-saves a checkpoint (subset, renames,
-//! metadata edits, [`convert`]ed dtypes, re-sharding) safely.
+//! folder holding one. [`write`](mod@write) writes files the way the reference writer
+//! lays them out; [`crate::resave`] re-saves a checkpoint (subset, renames,
+//! metadata edits, [`crate::dtype::convert`]ed dtypes, re-sharding) with it.
 
 mod checkpoint;
 mod detect;

@@ -7,8 +7,21 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use super::{ChangedValue, DiffOptions, MetadataDiff};
 use crate::format::{Checkpoint, CheckpointKind, TensorRef};
 
-/// The name a tensor is matched by.
-pub fn match_key(name: &str, options: &DiffOptions, side_a: bool) -> String {
+/// Which checkpoint of a diff a name comes from: the renames of
+/// [`DiffOptions::renames`] apply to A's names only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// The first checkpoint, whose names are renamed before matching.
+    A,
+    /// The second checkpoint, matched by its names as they are (after the
+    /// prefixes are stripped).
+    B,
+}
+
+/// The name a tensor is matched by: the first of
+/// [`DiffOptions::strip_prefixes`] that it starts with removed, then, on
+/// side A, renamed.
+pub fn match_key(name: &str, options: &DiffOptions, side: Side) -> String {
     let mut n = name;
     for p in &options.strip_prefixes {
         if let Some(rest) = n.strip_prefix(p.as_str()) {
@@ -16,7 +29,9 @@ pub fn match_key(name: &str, options: &DiffOptions, side_a: bool) -> String {
             break;
         }
     }
-    if side_a && let Some((_, to)) = options.renames.iter().find(|(from, _)| from == n) {
+    if side == Side::A
+        && let Some((_, to)) = options.renames.iter().find(|(from, _)| from == n)
+    {
         return to.clone();
     }
     n.to_owned()
@@ -94,7 +109,7 @@ pub fn match_tensors(
     let mut in_a: HashMap<String, TensorRef> = HashMap::with_capacity(a.tensors.len());
     for t in &a.tensors {
         if let Some(info) = a.info(*t) {
-            in_a.insert(match_key(&info.name, options, true), *t);
+            in_a.insert(match_key(&info.name, options, Side::A), *t);
         }
     }
     let mut pairs = Vec::new();
@@ -104,7 +119,7 @@ pub fn match_tensors(
         let Some(info) = b.info(*t) else {
             continue;
         };
-        let key = match_key(&info.name, options, false);
+        let key = match_key(&info.name, options, Side::B);
         match in_a.get(&key) {
             Some(ta) => {
                 pairs.push(Pair { a: *ta, b: *t });
@@ -117,7 +132,7 @@ pub fn match_tensors(
         .tensors
         .iter()
         .filter_map(|t| a.info(*t))
-        .filter(|i| !matched.contains(&match_key(&i.name, options, true)))
+        .filter(|i| !matched.contains(&match_key(&i.name, options, Side::A)))
         .map(|i| i.name.clone())
         .collect();
     only_a.sort();

@@ -22,7 +22,7 @@ mod matching;
 mod values;
 
 pub use detail::{DeltaHistogram, abs_delta_map, delta_histogram};
-pub use matching::{Pair, diff_metadata, match_key, match_tensors, metadata_of};
+pub use matching::{Pair, Side, diff_metadata, match_key, match_tensors, metadata_of};
 pub use values::diff_pair;
 
 /// Elements decoded per chunk (per side): 64 Ki elements, at most 512 KiB
@@ -303,9 +303,9 @@ mod tests {
             renames: vec![("w".into(), "weight".into())],
             ..DiffOptions::default()
         };
-        assert_eq!(match_key("model.x", &o, false), "x");
-        assert_eq!(match_key("model.w", &o, true), "weight");
-        assert_eq!(match_key("w", &o, false), "w");
+        assert_eq!(match_key("model.x", &o, Side::B), "x");
+        assert_eq!(match_key("model.w", &o, Side::A), "weight");
+        assert_eq!(match_key("w", &o, Side::B), "w");
         assert_eq!(layer_index("model.layers.12.mlp"), Some(12));
         assert_eq!(layer_index("embed"), None);
     }

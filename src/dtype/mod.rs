@@ -192,6 +192,15 @@ impl Dtype {
         matches!(self.kind(), DtypeKind::Float) && self.bits() <= 8
     }
 
+    /// True for the dtypes NumPy has no type of its own for, only the
+    /// `ml_dtypes` package: BF16, the F8s, the F6s and F4. Exports write
+    /// their values as float32 or, on request, their raw integer codes
+    /// (see [`crate::export::Encoding`]); every other dtype has a native
+    /// NumPy type and is written as it is.
+    pub const fn needs_ml_dtypes(self) -> bool {
+        self.is_small_float() || matches!(self, Dtype::BF16)
+    }
+
     /// Position in [`Dtype::WRITER_ORDER`] (0 is written first).
     pub fn writer_rank(self) -> usize {
         Self::WRITER_ORDER
@@ -231,6 +240,28 @@ pub struct UnknownDtype(pub String);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ml_dtypes_only_types() {
+        let only: Vec<Dtype> = Dtype::ALL
+            .into_iter()
+            .filter(|d| d.needs_ml_dtypes())
+            .collect();
+        assert_eq!(
+            only,
+            [
+                Dtype::F4,
+                Dtype::F6E2M3,
+                Dtype::F6E3M2,
+                Dtype::F8E5M2,
+                Dtype::F8E4M3,
+                Dtype::F8E8M0,
+                Dtype::F8E4M3Fnuz,
+                Dtype::F8E5M2Fnuz,
+                Dtype::BF16,
+            ]
+        );
+    }
 
     #[test]
     fn names_round_trip_and_are_case_sensitive() {

@@ -251,10 +251,9 @@ fn dense_f6(
     progress: &Progress,
 ) -> Result<Vec<u64>, Cancelled> {
     let whole = bytes.len() - bytes.len() % 3;
-    let msb_first = order == BitOrder::MsbFirst;
     let groups = bytes.get(..whole).unwrap_or(&[]);
     let mut total = dense_tables(groups, cancel, progress, |part, tables| {
-        count_f6(part, msb_first, tables);
+        count_f6(part, order, tables);
     })?;
     let first_tail = (whole / 3 * 4) as u64;
     for index in first_tail..element_count(Dtype::F6E2M3, bytes.len()) {

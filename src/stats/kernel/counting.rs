@@ -2,6 +2,8 @@
 //! packed six-bit codes, and keys falling in a few intervals (the
 //! quantile refinement).
 
+use crate::dtype::decode::BitOrder;
+
 /// Counts byte values into four interleaved tables.
 pub(crate) fn count_bytes(bytes: &[u8], tables: &mut [[u32; 256]; 4]) {
     let (chunks, rest) = bytes.as_chunks::<4>();
@@ -29,18 +31,21 @@ pub(crate) fn count_u16(bytes: &[u8], table: &mut [u32]) {
 }
 
 /// Counts packed six-bit codes, four per three bytes, into four tables of 64.
-/// `msb_first` selects the big-endian bit stream. Trailing bytes that do not
-/// make a whole group are left to the caller.
-pub(crate) fn count_f6(bytes: &[u8], msb_first: bool, tables: &mut [[u32; 64]; 4]) {
+/// `order` is the bit stream's, as in [`crate::dtype::decode::code_at`].
+/// Trailing bytes that do not make a whole group are left to the caller.
+pub(crate) fn count_f6(bytes: &[u8], order: BitOrder, tables: &mut [[u32; 64]; 4]) {
     let (groups, _) = bytes.as_chunks::<3>();
     for &[b0, b1, b2] in groups {
         let (b0, b1, b2) = (u32::from(b0), u32::from(b1), u32::from(b2));
-        let codes = if msb_first {
-            let w = (b0 << 16) | (b1 << 8) | b2;
-            [w >> 18, w >> 12, w >> 6, w]
-        } else {
-            let w = b0 | (b1 << 8) | (b2 << 16);
-            [w, w >> 6, w >> 12, w >> 18]
+        let codes = match order {
+            BitOrder::MsbFirst => {
+                let w = (b0 << 16) | (b1 << 8) | b2;
+                [w >> 18, w >> 12, w >> 6, w]
+            }
+            BitOrder::LsbFirst => {
+                let w = b0 | (b1 << 8) | (b2 << 16);
+                [w, w >> 6, w >> 12, w >> 18]
+            }
         };
         for (t, c) in tables.iter_mut().zip(codes) {
             t[(c & 63) as usize] += 1;

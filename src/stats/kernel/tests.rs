@@ -1,5 +1,6 @@
 use super::histogram::UNSURE;
 use super::*;
+use crate::dtype::decode::BitOrder;
 use crate::stats::bins::FloatBins;
 
 #[test]
@@ -146,13 +147,13 @@ fn f32_histograms_match_the_edges() {
 fn f6_groups() {
     let mut tables = [[0u32; 64]; 4];
     // LSB first: codes 1, 2, 3, 63.
-    count_f6(&[0x81, 0x30, 0xfc], false, &mut tables);
+    count_f6(&[0x81, 0x30, 0xfc], BitOrder::LsbFirst, &mut tables);
     assert_eq!(
         (tables[0][1], tables[1][2], tables[2][3], tables[3][63]),
         (1, 1, 1, 1)
     );
     let mut tables = [[0u32; 64]; 4];
-    count_f6(&[0x04, 0x20, 0xff, 0x00], true, &mut tables);
+    count_f6(&[0x04, 0x20, 0xff, 0x00], BitOrder::MsbFirst, &mut tables);
     assert_eq!(
         (tables[0][1], tables[1][2], tables[2][3], tables[3][63]),
         (1, 1, 1, 1)

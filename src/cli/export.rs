@@ -6,14 +6,14 @@
 //! limit without `--force`, an I/O error).
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use clap::Args;
 use serde::Serialize;
 
 use super::output::{
-    ErrorDoc, Output, display_name, fail, group_digits, path_string, progress_bar, report_error,
+    ErrorDoc, Output, display_name, fail, group_digits, path_string, report_error,
+    with_progress_bar,
 };
 use super::{Common, EXIT_OK};
 use tensorscope::export::{
@@ -142,13 +142,9 @@ pub fn run(args: &ExportArgs, out: &mut Output) -> i32 {
     };
     let progress = Progress::new();
     let cancel = CancelToken::new();
-    let done = AtomicBool::new(false);
     let started = Instant::now();
-    let result = std::thread::scope(|s| {
-        s.spawn(|| progress_bar(&progress, &done, started));
-        let r = export_tensor(&ck, t, &args.output, &opts, &cancel, &progress);
-        done.store(true, Ordering::Relaxed);
-        r
+    let result = with_progress_bar(&progress, started, || {
+        export_tensor(&ck, t, &args.output, &opts, &cancel, &progress)
     });
     match result {
         Ok(report) => {

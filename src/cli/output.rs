@@ -114,9 +114,31 @@ pub fn fail(out: &mut Output, json: bool, doc: &ErrorDoc) -> i32 {
     super::EXIT_ERROR
 }
 
+/// Runs `work` on this thread while a progress bar of `progress` is drawn
+/// on stderr beside it (see [`progress_bar`]; `started` is when the verb
+/// began, for the rate). The bar is cleared when `work` returns, or panics.
+pub fn with_progress_bar<T>(progress: &Progress, started: Instant, work: impl FnOnce() -> T) -> T {
+    /// Sets the flag on drop, so a panic in `work` stops the bar too and
+    /// the scope's join does not wait forever.
+    struct Stop<'a>(&'a AtomicBool);
+    impl Drop for Stop<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
+    let done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        if io::stderr().is_terminal() {
+            s.spawn(|| progress_bar(progress, &done, started));
+        }
+        let _stop = Stop(&done);
+        work()
+    })
+}
+
 /// Draws a progress bar on stderr until `done`, when stderr is a terminal
 /// and the work takes more than a moment (short runs show none).
-pub fn progress_bar(progress: &Progress, done: &AtomicBool, started: Instant) {
+fn progress_bar(progress: &Progress, done: &AtomicBool, started: Instant) {
     const WIDTH: usize = 30;
     if !io::stderr().is_terminal() {
         return;

@@ -8,14 +8,14 @@
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::Args;
 use serde::Serialize;
 
 use super::output::{
-    ErrorDoc, Output, display_name, fail, group_digits, path_string, progress_bar, report_error,
+    ErrorDoc, Output, display_name, fail, group_digits, path_string, report_error,
+    with_progress_bar,
 };
 use super::{Common, EXIT_OK};
 use tensorscope::dtype::Dtype;
@@ -23,7 +23,8 @@ use tensorscope::dtype::convert::{ConversionCounts, Overflow};
 use tensorscope::format::Checkpoint;
 use tensorscope::jobs::{CancelToken, Progress};
 use tensorscope::resave::{
-    MetadataEdit, ResaveError, ResaveOptions, ResaveReport, TensorConversion, parse_size, resave,
+    MetadataEdit, ResaveError, ResaveOptions, ResaveReport, TensorConversion, parse_pair,
+    parse_size, resave,
 };
 
 /// `tensorscope resave FILE -o OUT`.
@@ -190,8 +191,7 @@ fn usage(message: String) -> ErrorDoc {
 }
 
 fn split_pair<'s>(text: &'s str, flag: &str, what: &str) -> Result<(&'s str, &'s str), ErrorDoc> {
-    text.split_once('=')
-        .ok_or_else(|| usage(format!("{flag} takes {what}, got {text:?}")))
+    parse_pair(text, flag, what).map_err(|e| usage(e.to_string()))
 }
 
 /// The library options from the command line.
@@ -270,13 +270,9 @@ pub fn run(args: &ResaveArgs, out: &mut Output) -> i32 {
     };
     let progress = Progress::new();
     let cancel = CancelToken::new();
-    let done = AtomicBool::new(false);
     let started = Instant::now();
-    let result = std::thread::scope(|s| {
-        s.spawn(|| progress_bar(&progress, &done, started));
-        let r = resave(&ck, &args.output, &opts, &cancel, &progress);
-        done.store(true, Ordering::Relaxed);
-        r
+    let result = with_progress_bar(&progress, started, || {
+        resave(&ck, &args.output, &opts, &cancel, &progress)
     });
     match result {
         Ok(report) => {

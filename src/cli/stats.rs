@@ -6,15 +6,15 @@
 //! name or a bad `--tensor-regex`.
 
 use std::fmt::Write as _;
-use std::io::IsTerminal as _;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::Args;
 use serde::Serialize;
 
-use super::output::{ErrorDoc, Output, display_name, group_digits, path_string, report_error};
+use super::output::{
+    ErrorDoc, Output, display_name, group_digits, path_string, report_error, with_progress_bar,
+};
 use super::{Common, EXIT_ERROR, EXIT_OK};
 use tensorscope::format::{Checkpoint, TensorRef};
 use tensorscope::jobs::{CancelToken, Progress};
@@ -84,14 +84,8 @@ pub fn run(args: &StatsArgs, out: &mut Output) -> i32 {
     let started = Instant::now();
     let progress = Progress::new();
     let cancel = CancelToken::new();
-    let done = AtomicBool::new(false);
-    let result = std::thread::scope(|s| {
-        if std::io::stderr().is_terminal() {
-            s.spawn(|| super::output::progress_bar(&progress, &done, started));
-        }
-        let r = scan(&ck, &selection, &options, &cancel, &progress);
-        done.store(true, Ordering::Relaxed);
-        r
+    let result = with_progress_bar(&progress, started, || {
+        scan(&ck, &selection, &options, &cancel, &progress)
     });
     let report = match result {
         Ok(r) => r,

@@ -6,6 +6,7 @@ use crate::dtype::Dtype;
 use crate::dtype::decode::decode_f64;
 use crate::format::Checkpoint;
 use crate::jobs::{CancelToken, Cancelled, Progress};
+use crate::stats::heatmap::Heatmap;
 
 pub type DeltaHistogram = (Vec<f64>, Vec<u64>);
 
@@ -93,7 +94,7 @@ pub fn abs_delta_map(
     options: &DiffOptions,
     cancel: &CancelToken,
     progress: &Progress,
-) -> Result<Option<crate::stats::heatmap::Heatmap>, Cancelled> {
+) -> Result<Option<Heatmap>, Cancelled> {
     let (Some(ia), Some(ib)) = (a.info(pair.a), b.info(pair.b)) else {
         return Ok(None);
     };
@@ -141,17 +142,7 @@ pub fn abs_delta_map(
         progress.add(((got as u64) * u64::from(ia.dtype.bits() + ib.dtype.bits())).div_ceil(8));
         first += got as u64;
     }
-    let finite = cells.iter().copied().filter(|v| v.is_finite());
-    let min = finite.clone().reduce(f64::min);
-    let max = finite.reduce(f64::max);
-    Ok(Some(crate::stats::heatmap::Heatmap {
-        width,
-        height,
-        cells,
-        non_finite,
-        min,
-        max,
-        rows,
-        cols,
-    }))
+    Ok(Some(Heatmap::from_cells(
+        width, height, cells, non_finite, rows, cols,
+    )))
 }

@@ -24,11 +24,11 @@ pub use error::{ForeignFormat, FormatError, FormatWarning, OverflowStage};
 pub use file::SafetensorsFile;
 pub use parse::{Header, MAX_HEADER_SIZE, N_LEN, TensorInfo, parse};
 
-/// Why a checkpoint could not be opened.
+/// Why a checkpoint could not be opened. Displayed as its
+/// [`LoadError::message`], then `: ` and the path.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum LoadError {
     /// The file could not be read at all.
-    #[error("{source}: {}", path.display())]
     Io {
         /// The file.
         path: PathBuf,
@@ -36,7 +36,6 @@ pub enum LoadError {
         source: Arc<std::io::Error>,
     },
     /// The file is not valid safetensors.
-    #[error("{error}: {}", path.display())]
     Format {
         /// The file.
         path: PathBuf,
@@ -44,7 +43,6 @@ pub enum LoadError {
         error: FormatError,
     },
     /// The shard index is not a valid `model.safetensors.index.json`.
-    #[error("invalid shard index: {message}: {}", path.display())]
     InvalidIndex {
         /// The index file.
         path: PathBuf,
@@ -52,7 +50,6 @@ pub enum LoadError {
         message: String,
     },
     /// A shard named by the index cannot be opened.
-    #[error("shard {shard:?} named by the index cannot be opened ({source}): {}", path.display())]
     ShardMissing {
         /// The shard's name in the index.
         shard: String,
@@ -62,7 +59,6 @@ pub enum LoadError {
         source: Arc<std::io::Error>,
     },
     /// A shard named by the index is not valid safetensors.
-    #[error("shard {shard:?} is invalid: {error}: {}", path.display())]
     ShardInvalid {
         /// The shard's name in the index.
         shard: String,
@@ -72,7 +68,6 @@ pub enum LoadError {
         error: FormatError,
     },
     /// The index maps a tensor to a shard that does not hold it.
-    #[error("the index maps tensor {tensor:?} to shard {shard:?}, which does not hold it{}: {}", found_in.as_ref().map(|s| format!(" (it is in {s:?})")).unwrap_or_default(), path.display())]
     IndexMismatch {
         /// The tensor.
         tensor: String,
@@ -84,7 +79,6 @@ pub enum LoadError {
         path: PathBuf,
     },
     /// The file changed length since it was opened.
-    #[error("the file changed since it was opened ({was} bytes, now {now}); reopen it: {}", path.display())]
     Changed {
         /// The file.
         path: PathBuf,
@@ -156,8 +150,17 @@ impl LoadError {
         }
     }
 
-    /// The message without the path (which [`LoadError::path`] gives).
+    /// The message without the path (which [`LoadError::path`] gives), as
+    /// JSON documents carry it. For a shard's format error it names the
+    /// reference kind too, since the document's own `kind` is
+    /// `ShardInvalid`.
     pub fn message(&self) -> String {
+        self.text(InnerKind::Named)
+    }
+
+    /// The one wording of every variant; `inner` says whether a shard's
+    /// format error names its reference kind.
+    fn text(&self, inner: InnerKind) -> String {
         match self {
             LoadError::Io { source, .. } => source.to_string(),
             LoadError::Format { error, .. } => error.to_string(),
@@ -165,9 +168,12 @@ impl LoadError {
             LoadError::ShardMissing { shard, source, .. } => {
                 format!("shard {shard:?} named by the index cannot be opened ({source})")
             }
-            LoadError::ShardInvalid { shard, error, .. } => {
-                format!("shard {shard:?} is invalid: {} ({error})", error.kind())
-            }
+            LoadError::ShardInvalid { shard, error, .. } => match inner {
+                InnerKind::Named => {
+                    format!("shard {shard:?} is invalid: {} ({error})", error.kind())
+                }
+                InnerKind::Unnamed => format!("shard {shard:?} is invalid: {error}"),
+            },
             LoadError::IndexMismatch {
                 tensor,
                 shard,
@@ -183,6 +189,56 @@ impl LoadError {
             LoadError::Changed { was, now, .. } => {
                 format!("the file changed since it was opened ({was} bytes, now {now}); reopen it")
             }
+        }
+    }
+}
+
+/// Whether [`LoadError::text`] names the reference kind of a shard's
+/// format error: the JSON message does, the terminal line (whose reader
+/// has no `kind` field to miss) does not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum InnerKind {
+    Named,
+    Unnamed,
+}
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: {}",
+            self.text(InnerKind::Unnamed),
+            self.path().display()
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_terminal_line_is_the_message_and_the_path() {
+        let errors = [
+            LoadError::Changed {
+                path: "m.safetensors".into(),
+                was: 10,
+                now: 4,
+            },
+            LoadError::InvalidIndex {
+                path: "i.json".into(),
+                message: "no weight_map".into(),
+            },
+            LoadError::Io {
+                path: "gone.safetensors".into(),
+                source: Arc::new(std::io::Error::other("denied")),
+            },
+        ];
+        for e in errors {
+            assert_eq!(
+                e.to_string(),
+                format!("{}: {}", e.message(), e.path().display())
+            );
         }
     }
 }

@@ -76,7 +76,7 @@ mod plan;
 mod write;
 
 pub use error::ResaveError;
-pub use parse::parse_size;
+pub use parse::{PairError, parse_pair, parse_size};
 pub use plan::plan;
 pub use write::execute;
 

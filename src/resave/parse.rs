@@ -1,5 +1,35 @@
-//! The text forms of resave options that the CLI and the GUI both read:
-//! sizes such as `5GB` or `5GiB`.
+//! The text forms of options that the CLI and the GUI both read: sizes
+//! such as `5GB` or `5GiB`, and `FROM=TO` pairs (renames, metadata,
+//! dtype conversions), so that both faces accept the same text and say the
+//! same thing about a mistake.
+
+/// A `FROM=TO` option without its `=`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{option} takes {form}, got {text:?}")]
+pub struct PairError {
+    /// How the message names the option: `--rename` on the command line,
+    /// `a rename` in the GUI.
+    pub option: String,
+    /// The form it takes, as the message shows it (`FROM=TO`, `K=V`).
+    pub form: String,
+    /// The text as given.
+    pub text: String,
+}
+
+/// Splits `FROM=TO` at its first `=` (so `TO` may contain `=`; either side
+/// may be empty). `option` and `form` only word the error: `--rename` and
+/// `FROM=TO` give `--rename takes FROM=TO, got "x"`.
+pub fn parse_pair<'t>(
+    text: &'t str,
+    option: &str,
+    form: &str,
+) -> Result<(&'t str, &'t str), PairError> {
+    text.split_once('=').ok_or_else(|| PairError {
+        option: option.to_owned(),
+        form: form.to_owned(),
+        text: text.to_owned(),
+    })
+}
 
 /// Parses a size: `5GB` (5·10^9), `5GiB` (5·2^30), `1.5MB`, `500kB` or a
 /// plain byte count. Units: B, kB/KB, MB, GB, TB (powers of 1000), KiB, MiB,
@@ -53,6 +83,14 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pairs_split_at_the_first_equals_sign() {
+        assert_eq!(parse_pair("a=b=c", "--meta", "K=V"), Ok(("a", "b=c")));
+        assert_eq!(parse_pair("=", "--meta", "K=V"), Ok(("", "")));
+        let e = parse_pair("ab", "--rename", "FROM=TO").expect_err("no =");
+        assert_eq!(e.to_string(), "--rename takes FROM=TO, got \"ab\"");
+    }
 
     #[test]
     fn sizes() {

@@ -54,6 +54,34 @@ pub struct Heatmap {
     pub cols: u64,
 }
 
+impl Heatmap {
+    /// A `width` × `height` heatmap of `cells` (row-major, NaN where a cell
+    /// holds no finite value) over `rows` × `cols` tensor elements; the
+    /// colour range is taken from the finite cells.
+    pub fn from_cells(
+        width: usize,
+        height: usize,
+        cells: Vec<f64>,
+        non_finite: Vec<bool>,
+        rows: u64,
+        cols: u64,
+    ) -> Self {
+        let finite = cells.iter().copied().filter(|v| v.is_finite());
+        let min = finite.clone().reduce(f64::min);
+        let max = finite.reduce(f64::max);
+        Self {
+            width,
+            height,
+            cells,
+            non_finite,
+            min,
+            max,
+            rows,
+            cols,
+        }
+    }
+}
+
 /// Why a heatmap cannot be drawn.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum HeatmapError {
@@ -207,19 +235,9 @@ pub fn compute(
             .map(|(s, &n)| if n == 0 { f64::NAN } else { s / f64::from(n) })
             .collect(),
     };
-    let finite = cells.iter().copied().filter(|v| v.is_finite());
-    let min = finite.clone().reduce(f64::min);
-    let max = finite.reduce(f64::max);
-    Ok(Heatmap {
-        width,
-        height,
-        cells,
-        non_finite,
-        min,
-        max,
-        rows,
-        cols,
-    })
+    Ok(Heatmap::from_cells(
+        width, height, cells, non_finite, rows, cols,
+    ))
 }
 
 /// The colour map of heatmaps (GUI and PNG export): diverging (blue,

@@ -235,7 +235,7 @@ impl PendingFile {
         &self.guard.target
     }
 
-    /// The temporary file's path.
+    /// The temporary file's path (hidden, in the target's folder).
     pub fn temp_path(&self) -> &Path {
         &self.guard.tmp
     }

@@ -170,7 +170,7 @@ pub fn parse_renames(items: &[String]) -> Result<Vec<(String, String)>, String> 
         .collect()
 }
 
-/// Runs `diff`.
+/// Runs `diff` and returns its exit code (0 same, 1 different, 2 error).
 pub fn run(args: &DiffArgs, out: &mut Output) -> i32 {
     let renames = match parse_renames(&args.rename) {
         Ok(r) => r,

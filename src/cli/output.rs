@@ -18,7 +18,8 @@ pub struct Output {
 }
 
 impl Output {
-    /// Standard output.
+    /// Standard output, locked for the verb's lifetime so a document is never
+    /// interleaved with other output.
     pub fn stdout() -> Self {
         Self {
             sink: Box::new(io::stdout().lock()),
@@ -69,7 +70,7 @@ pub struct ErrorDoc {
 /// The wrapper object of an [`ErrorDoc`].
 #[derive(Debug, Serialize)]
 pub struct Wrapped<'a> {
-    /// The error.
+    /// The error, serialised under the `error` key.
     pub error: &'a ErrorDoc,
 }
 
@@ -83,7 +84,7 @@ impl ErrorDoc {
         }
     }
 
-    /// `{"error": self}`.
+    /// `{"error": self}`: the one document a verb prints on failure with `--json`.
     pub fn wrapped(&self) -> Wrapped<'_> {
         Wrapped { error: self }
     }

@@ -46,20 +46,21 @@ pub struct StatsArgs {
     pub common: Common,
 }
 
-/// The `stats --json` document.
+/// The `stats --json` document (fields as DESIGN.md fixes them).
 #[derive(Debug, Serialize)]
 pub struct StatsDoc<'a> {
-    /// What was opened.
+    /// What was opened, as given.
     pub path: String,
-    /// Bins asked for.
+    /// Bins of the linear histograms asked for (`--bins`).
     pub bins: u64,
     /// One entry per tensor, in file order.
     pub tensors: &'a [TensorStats],
-    /// What stands out.
+    /// What stands out over the tensors scanned (largest |x|, NaN counts).
     pub summary: &'a Summary,
 }
 
-/// Runs `stats`.
+/// Runs `stats` and returns its exit code (0, or 2 when a file cannot be
+/// read).
 pub fn run(args: &StatsArgs, out: &mut Output) -> i32 {
     let json = args.common.json;
     let ck = match Checkpoint::open(&args.file) {

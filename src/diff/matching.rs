@@ -93,9 +93,9 @@ pub fn diff_metadata(a: &BTreeMap<String, String>, b: &BTreeMap<String, String>)
 /// A matched pair before comparison.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Pair {
-    /// A's tensor.
+    /// A's tensor (a reference into the first checkpoint).
     pub a: TensorRef,
-    /// B's tensor.
+    /// B's tensor, whose match key equals A's.
     pub b: TensorRef,
 }
 

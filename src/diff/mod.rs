@@ -40,7 +40,8 @@ pub struct DiffOptions {
     pub renames: Vec<(String, String)>,
     /// Absolute tolerance (numpy.isclose): |a − b| ≤ atol + rtol·|b|.
     pub atol: f64,
-    /// Relative tolerance.
+    /// Relative tolerance: |a − b| ≤ atol + rtol·|b|, as numpy.isclose (0 by
+    /// default).
     pub rtol: f64,
     /// Bit order of packed F6 elements.
     pub bit_order: BitOrder,
@@ -87,13 +88,14 @@ impl Status {
 pub struct DeltaLog2Histogram {
     /// Exponents e, ascending: bin e counts |Δ| in [2^e, 2^(e+1)).
     pub exponents: Vec<i32>,
-    /// Counts per exponent.
+    /// Pairs whose |Δ| has each binary exponent, one count per entry of
+    /// `exponents`.
     pub counts: Vec<u64>,
     /// Pairs with Δ = 0.
     pub zeros: u64,
 }
 
-/// One matched pair.
+/// The comparison of one matched pair (DESIGN.md, "Diff semantics").
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TensorDiff {
     /// The matched name (B's name).
@@ -101,13 +103,13 @@ pub struct TensorDiff {
     /// A's name when it differs from B's (prefix stripped or renamed).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name_a: Option<String>,
-    /// The status.
+    /// What the comparison found; decides the exit code with the metadata.
     pub status: Status,
-    /// A's dtype.
+    /// A's dtype; values are compared in f64 even when the dtypes differ.
     pub dtype_a: Dtype,
     /// B's dtype.
     pub dtype_b: Dtype,
-    /// A's shape.
+    /// A's shape; element-wise figures need it equal to B's.
     pub shape_a: Vec<u64>,
     /// B's shape.
     pub shape_b: Vec<u64>,
@@ -127,7 +129,7 @@ pub struct TensorDiff {
     pub changed_fraction: Option<f64>,
     /// Elements where one side is NaN or ±Inf and the other is not the same.
     pub nan_mismatches: Option<u64>,
-    /// |Δ| per binary exponent.
+    /// |Δ| per binary exponent, over the changed finite pairs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delta_log2_histogram: Option<DeltaLog2Histogram>,
 }
@@ -146,14 +148,14 @@ pub struct MetadataDiff {
 /// A metadata value that differs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ChangedValue {
-    /// A's value.
+    /// The value in A.
     pub a: String,
-    /// B's value.
+    /// The value in B.
     pub b: String,
 }
 
 impl MetadataDiff {
-    /// True when nothing differs.
+    /// True when no key was added, removed or changed.
     pub fn is_empty(&self) -> bool {
         self.added.is_empty() && self.removed.is_empty() && self.changed.is_empty()
     }
@@ -162,11 +164,11 @@ impl MetadataDiff {
 /// Counts per status and what stands out.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct DiffSummary {
-    /// Pairs per status.
+    /// Pairs per status name (`identical`, `equal`, `changed`, …).
     pub counts: BTreeMap<&'static str, usize>,
-    /// Names only in A.
+    /// How many names are only in A (after prefixes and renames).
     pub only_in_a: usize,
-    /// Names only in B.
+    /// How many names are only in B.
     pub only_in_b: usize,
     /// The pair with the largest relative change.
     pub largest_rel_l2: Option<(String, f64)>,
@@ -174,18 +176,19 @@ pub struct DiffSummary {
     pub same: bool,
 }
 
-/// The whole diff.
+/// The whole diff: every pair, the unmatched names, the metadata, and a
+/// summary; `diff --json` prints it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct DiffReport {
     /// Names only in A (A's names).
     pub only_in_a: Vec<String>,
-    /// Names only in B.
+    /// Names only in B, sorted.
     pub only_in_b: Vec<String>,
     /// Every matched pair, in B's order.
     pub tensors: Vec<TensorDiff>,
-    /// Metadata differences.
+    /// Keys of `__metadata__` added, removed or changed from A to B.
     pub metadata: MetadataDiff,
-    /// Counts and highlights.
+    /// Counts per status and the pairs that changed most.
     pub summary: DiffSummary,
 }
 

@@ -58,7 +58,8 @@ impl Acc {
         }
     }
 
-    /// Compares real values.
+    /// Adds one pair of real values: NaN equals NaN, ±0 are equal, and a pair
+    /// within `atol + rtol·|b|` is not a change.
     fn real(&mut self, a: f64, b: f64, atol: f64, rtol: f64) {
         if a.is_finite() && b.is_finite() {
             let d = a - b;
@@ -207,7 +208,8 @@ fn bytes_equal(
     Ok(true)
 }
 
-/// Compares one pair.
+/// Compares one pair, streaming both tensors' bytes in chunks; `None` when
+/// a reference is not in its checkpoint.
 pub fn diff_pair(
     a: &Checkpoint,
     b: &Checkpoint,

@@ -28,7 +28,8 @@ pub enum Overflow {
     /// F8_E4M3, ±57344 for F8_E5M2).
     #[default]
     Saturate,
-    /// Become NaN.
+    /// Become NaN. ±Inf inputs stay ±Inf in F8_E5M2, which has them, and
+    /// become NaN in F8_E4M3, which has none.
     Nan,
 }
 
@@ -67,7 +68,7 @@ pub fn is_supported(from: Dtype, to: Dtype) -> bool {
 /// What a conversion did to the values, beyond rounding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 pub struct ConversionCounts {
-    /// Values converted.
+    /// Values converted (every element of the tensor).
     pub elements: u64,
     /// Values clamped to the largest finite value ([`Overflow::Saturate`];
     /// includes ±Inf into F8_E4M3).
@@ -84,7 +85,7 @@ pub struct ConversionCounts {
 }
 
 impl ConversionCounts {
-    /// Adds another tensor's counts.
+    /// Adds another tensor's counts (for the report's totals).
     pub fn add(&mut self, other: &ConversionCounts) {
         self.elements += other.elements;
         self.saturated += other.saturated;
@@ -213,7 +214,7 @@ impl Converter {
         CONVERT_TO.contains(&to).then_some(Self { to, overflow })
     }
 
-    /// Bytes per output element.
+    /// Bytes per output element (every target is a whole number of bytes).
     pub fn width(self) -> usize {
         (self.to.bits() / 8) as usize
     }

@@ -214,7 +214,7 @@ trait Lane: Copy + Default + 'static {
     /// Converts F16 values with `half`'s slice routine; `src` and `dst` have
     /// the same length.
     fn from_f16s(src: &[f16], dst: &mut [Self]);
-    /// Converts BF16 values likewise.
+    /// Converts BF16 values as `from_f16s` does F16 ones (exact).
     fn from_bf16s(src: &[bf16], dst: &mut [Self]);
 }
 

@@ -40,7 +40,7 @@ pub enum Dtype {
     U16,
     /// IEEE 754 half precision.
     F16,
-    /// bfloat16: 1-8-7.
+    /// bfloat16: sign, 8 exponent bits, 7 mantissa bits (f32's top half).
     BF16,
     /// Signed 32-bit integer.
     I32,
@@ -61,15 +61,15 @@ pub enum Dtype {
 /// The broad family a dtype belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DtypeKind {
-    /// Boolean.
+    /// Boolean: one byte per element, true when non-zero.
     Bool,
-    /// Unsigned integer.
+    /// Unsigned integer: U8, U16, U32, U64.
     Unsigned,
-    /// Signed integer.
+    /// Signed integer (two's complement): I8, I16, I32, I64.
     Signed,
     /// Real floating point (including the sub-byte and 8-bit formats).
     Float,
-    /// Complex floating point.
+    /// Complex floating point: C64, two f32 (real, then imaginary).
     Complex,
 }
 

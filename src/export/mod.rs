@@ -65,25 +65,26 @@ pub const CSV_MAX_ELEMENTS: u64 = 10_000_000;
 pub const PNG_MAX_SIDE: usize = 1024;
 /// Smaller heatmaps are enlarged by a whole factor up to this many pixels.
 const PNG_MIN_PIXELS: usize = 256;
-/// Elements per streamed chunk.
+/// Elements per streamed chunk: the unit of cancellation checks and of
+/// progress for the converted formats.
 const CHUNK_ELEMENTS: usize = 64 * 1024;
 
 /// A file format to export to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ExportFormat {
-    /// NumPy `.npy`.
+    /// NumPy `.npy`, version 1.0 (2.0 for a header over 64 KiB).
     Npy,
-    /// Comma-separated values.
+    /// Comma-separated values, one row per index of the first axis.
     Csv,
-    /// Raw bytes as stored.
+    /// The tensor's bytes exactly as stored (little-endian, F4/F6 packed).
     Bin,
-    /// PNG heatmap.
+    /// A PNG heatmap of the values (pooled, at most [`PNG_MAX_SIDE`] cells a side).
     Png,
 }
 
 impl ExportFormat {
-    /// Every format.
+    /// Every format, in the order the GUI offers them.
     pub const ALL: [ExportFormat; 4] = [
         ExportFormat::Npy,
         ExportFormat::Csv,
@@ -134,18 +135,19 @@ pub enum SizeLimit {
     /// Refuse CSV exports above the limit.
     #[default]
     Enforce,
-    /// Write them anyway.
+    /// Write them anyway (`--force`), however large the file gets.
     Ignore,
 }
 
-/// How to export.
+/// How to export; `Default` takes the format from the extension and writes
+/// values.
 #[derive(Debug, Clone)]
 pub struct ExportOptions {
     /// The format; `None` takes it from the output's extension.
     pub format: Option<ExportFormat>,
     /// Values or raw codes (`.npy`, `.csv`).
     pub encoding: Encoding,
-    /// Whether `csv_max_elements` applies.
+    /// Whether `csv_max_elements` applies (the other formats have no limit).
     pub size_limit: SizeLimit,
     /// The CSV size limit in elements.
     pub csv_max_elements: u64,
@@ -179,9 +181,9 @@ impl Default for ExportOptions {
 pub struct TensorView<'a> {
     /// Name (for the report and the PNG's title).
     pub name: &'a str,
-    /// Element type.
+    /// Element type, which decides the `.npy` descr and the decoding.
     pub dtype: Dtype,
-    /// Shape.
+    /// Shape: `.csv` rows follow its first axis, `.npy` keeps it.
     pub shape: &'a [u64],
     /// The bytes, `numel × bits / 8` of them.
     pub bytes: &'a [u8],
@@ -194,46 +196,47 @@ pub struct PngReport {
     pub width: usize,
     /// Image height in pixels.
     pub height: usize,
-    /// Heatmap cells per row.
+    /// Heatmap cells per row (at most the request's `max_side`).
     pub cells_wide: usize,
     /// Heatmap rows of cells.
     pub cells_high: usize,
-    /// Pixels per cell side.
+    /// Pixels per cell side: small maps are enlarged by this whole factor.
     pub scale: usize,
     /// Tensor rows shown (along the vertical axis).
     pub rows: u64,
-    /// Tensor columns shown.
+    /// Tensor columns shown (all axes after the first, unless a view was
+    /// given).
     pub cols: u64,
     /// Smallest finite cell value (the colour map's low end).
     pub min: Option<f64>,
-    /// Largest finite cell value.
+    /// Largest finite cell value (the colour map's high end).
     pub max: Option<f64>,
 }
 
-/// What was exported.
+/// What was exported: what the CLI reports and the GUI shows.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ExportReport {
-    /// The written file.
+    /// The written file, after its rename into place.
     pub path: PathBuf,
-    /// Its format.
+    /// The format written (from the options or the extension).
     pub format: ExportFormat,
-    /// The tensor's name.
+    /// The tensor's name (for the report; not escaped).
     pub tensor: String,
-    /// The tensor's dtype.
+    /// The tensor's dtype in the checkpoint (not the output's `.npy` type).
     pub dtype: Dtype,
-    /// The tensor's shape.
+    /// The tensor's shape in the checkpoint.
     pub shape: Vec<u64>,
-    /// Elements written.
+    /// Elements written (every element: exports never sample).
     pub elements: u64,
-    /// Values or raw codes.
+    /// Values or raw codes, as asked (see [`Encoding`]).
     pub encoding: Encoding,
     /// The `.npy` data type (`<f4`, `|u1`, …).
     pub npy_descr: Option<&'static str>,
-    /// The `.npy` format version.
+    /// The `.npy` format version written: (1, 0), or (2, 0) for a large header.
     pub npy_version: Option<(u8, u8)>,
-    /// The `.png` heatmap.
+    /// The `.png` heatmap's geometry and range; `None` for other formats.
     pub png: Option<PngReport>,
-    /// Bytes written.
+    /// Bytes of the output file, headers included.
     pub bytes_written: u64,
 }
 
@@ -243,7 +246,7 @@ pub enum ExportError {
     /// The output's extension names no known format.
     #[error("cannot tell the format from the extension {extension:?}; use .npy, .csv, .bin or .png: {}", path.display())]
     UnknownFormat {
-        /// The output path.
+        /// The output path, as given.
         path: PathBuf,
         /// Its extension (lowercase; empty when none).
         extension: String,
@@ -255,27 +258,27 @@ pub enum ExportError {
     CsvTooLarge {
         /// Elements of the tensor.
         elements: u64,
-        /// The limit.
+        /// The limit in elements ([`CSV_MAX_ELEMENTS`] unless changed).
         limit: u64,
     },
     /// Raw codes asked for a format that has none.
     #[error("raw codes apply to .npy and .csv; .{} is written as {}", format.extension(), match format { ExportFormat::Bin => "stored bytes already", _ => "a heatmap of values" })]
     RawNotApplicable {
-        /// The format.
+        /// The format asked for (`.bin` or `.png`).
         format: ExportFormat,
     },
     /// The bytes do not match the dtype and shape.
     #[error("tensor {name:?}: {dtype} {shape:?} needs {expected} bytes, got {found}")]
     SizeMismatch {
-        /// The tensor.
+        /// The tensor whose bytes do not fit.
         name: String,
-        /// Its dtype.
+        /// The dtype, with the shape, that says how many bytes it needs.
         dtype: Dtype,
-        /// Its shape.
+        /// The shape.
         shape: Vec<u64>,
         /// Bytes needed (`None` when not whole or overflowing).
         expected: String,
-        /// Bytes given.
+        /// Bytes the caller gave.
         found: usize,
     },
     /// The heatmap cannot be drawn (an empty tensor, a bad axis).
@@ -284,7 +287,7 @@ pub enum ExportError {
     /// The output is a file of the source checkpoint.
     #[error("refusing to overwrite a file of the checkpoint being read ({}); export under another name: {}", source_file.display(), output.display())]
     WouldOverwriteSource {
-        /// The output path.
+        /// The output path, as given (a link or another name of the source).
         output: PathBuf,
         /// The source file it is.
         source_file: PathBuf,

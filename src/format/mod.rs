@@ -30,21 +30,21 @@ pub use parse::{Header, MAX_HEADER_SIZE, N_LEN, TensorInfo, parse};
 pub enum LoadError {
     /// The file could not be read at all.
     Io {
-        /// The file.
+        /// The file that could not be read.
         path: PathBuf,
-        /// The operating system's error.
+        /// The operating system's error (shared, so the error can be cloned).
         source: Arc<std::io::Error>,
     },
     /// The file is not valid safetensors.
     Format {
-        /// The file.
+        /// The file that failed the check.
         path: PathBuf,
-        /// What check it failed.
+        /// Which of the reference's checks it failed, with the evidence.
         error: FormatError,
     },
     /// The shard index is not a valid `model.safetensors.index.json`.
     InvalidIndex {
-        /// The index file.
+        /// The index file that cannot be used.
         path: PathBuf,
         /// What is wrong with it.
         message: String,
@@ -55,36 +55,36 @@ pub enum LoadError {
         shard: String,
         /// Where it was looked for.
         path: PathBuf,
-        /// The operating system's error.
+        /// The operating system's error (shared, so the error can be cloned).
         source: Arc<std::io::Error>,
     },
     /// A shard named by the index is not valid safetensors.
     ShardInvalid {
         /// The shard's name in the index.
         shard: String,
-        /// The shard file.
+        /// The shard file that failed the check.
         path: PathBuf,
-        /// What check it failed.
+        /// Which of the reference's checks it failed, with the evidence.
         error: FormatError,
     },
     /// The index maps a tensor to a shard that does not hold it.
     IndexMismatch {
-        /// The tensor.
+        /// The tensor the index maps.
         tensor: String,
         /// The shard the index names.
         shard: String,
         /// A shard that does hold it, if any.
         found_in: Option<String>,
-        /// The index file.
+        /// The index file, where the mapping is written.
         path: PathBuf,
     },
     /// The file changed length since it was opened.
     Changed {
-        /// The file.
+        /// The file whose length changed.
         path: PathBuf,
-        /// Its length when opened.
+        /// Its length in bytes when it was opened (and mapped).
         was: u64,
-        /// Its length now.
+        /// Its length in bytes now; reading past it would raise SIGBUS.
         now: u64,
     },
 }

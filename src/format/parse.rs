@@ -17,12 +17,13 @@ pub const N_LEN: u64 = 8;
 /// The largest header the reference accepts.
 pub const MAX_HEADER_SIZE: u64 = 100_000_000;
 
-/// One validated tensor entry.
+/// One validated tensor entry: its offsets lie inside the data buffer and
+/// span exactly `nbytes`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TensorInfo {
     /// The name (after JSON unescaping; may be empty or hold any character).
     pub name: String,
-    /// The element type.
+    /// The element type, parsed from the header's exact, case-sensitive name.
     pub dtype: Dtype,
     /// Dimensions; empty for a scalar.
     pub shape: Vec<u64>,

@@ -20,11 +20,12 @@ use crate::jobs::{CancelToken, Progress};
 /// A tensor to write: its bytes are copied as they are.
 #[derive(Debug, Clone)]
 pub struct TensorSource<'a> {
-    /// Name.
+    /// The tensor's name; must be unique and not `__metadata__`.
     pub name: String,
-    /// Element type.
+    /// Element type, which decides the tensor's place in the file (the
+    /// reference's alignment order).
     pub dtype: Dtype,
-    /// Shape.
+    /// Shape, written as given (u64 dimensions).
     pub shape: Vec<u64>,
     /// The encoded bytes, `numel × bits / 8` of them.
     pub data: &'a [u8],
@@ -42,9 +43,9 @@ pub enum WriteError {
     /// A tensor's bytes do not match its dtype and shape.
     #[error("tensor {name:?}: {dtype} {shape:?} needs {expected} bytes, got {found}")]
     SizeMismatch {
-        /// The tensor.
+        /// The tensor whose bytes do not fit.
         name: String,
-        /// Its dtype.
+        /// Its dtype, with the shape, says how many bytes it needs.
         dtype: Dtype,
         /// Its shape.
         shape: Vec<u64>,
@@ -59,12 +60,12 @@ pub enum WriteError {
     /// The write was cancelled; nothing was left behind.
     #[error("cancelled")]
     Cancelled,
-    /// The operating system refused.
+    /// The operating system refused; the target was not changed.
     #[error("{source}: {}", path.display())]
     Io {
-        /// The file being written.
+        /// The target being written (not its temporary file).
         path: PathBuf,
-        /// The error.
+        /// The operating system's error, shared so the error can be cloned.
         source: Arc<io::Error>,
     },
 }
@@ -96,11 +97,11 @@ impl From<FileError> for WriteError {
 /// later (copied in chunks, or converted): everything but the data.
 #[derive(Debug, Clone, Copy)]
 pub struct TensorEntry<'a> {
-    /// Name.
+    /// The tensor's name; must be unique and not `__metadata__`.
     pub name: &'a str,
-    /// Element type.
+    /// Element type, which decides the tensor's place in the file.
     pub dtype: Dtype,
-    /// Shape.
+    /// Shape, written as given.
     pub shape: &'a [u64],
     /// Bytes the data will have; must be `numel × bits / 8`.
     pub nbytes: u64,

@@ -17,17 +17,17 @@ pub enum ResaveError {
     /// A keep/drop pattern is not a valid regex.
     #[error("invalid regex {pattern:?}: {message}")]
     InvalidRegex {
-        /// The pattern.
+        /// The pattern, as given.
         pattern: String,
-        /// The regex engine's message.
+        /// The regex engine's message (it says where the pattern is wrong).
         message: String,
     },
     /// A selection index is past the end of the tensor list.
     #[error("selection index {index} is out of range: the checkpoint has {count} tensors")]
     SelectionOutOfRange {
-        /// The index.
+        /// The index given.
         index: usize,
-        /// The number of tensors.
+        /// The number of tensors in the checkpoint (indices go up to one less).
         count: usize,
     },
     /// Nothing is left to write.
@@ -36,41 +36,41 @@ pub enum ResaveError {
     /// A rename names a tensor the checkpoint does not have.
     #[error("cannot rename {from:?}: the checkpoint has no tensor of that name")]
     RenameMissing {
-        /// The name.
+        /// The name to rename, which the checkpoint lacks.
         from: String,
     },
     /// A rename names a tensor that the selection left out.
     #[error("cannot rename {from:?}: it is not selected (see --keep and --drop)")]
     RenameNotSelected {
-        /// The name.
+        /// The name to rename, which `--keep`/`--drop` left out.
         from: String,
     },
     /// The same tensor is renamed twice.
     #[error("tensor {from:?} is renamed twice")]
     DuplicateRename {
-        /// The name.
+        /// The name renamed more than once.
         from: String,
     },
     /// Two output tensors would have the same name.
     #[error("two tensors would be named {name:?} (from {first:?} and {second:?})")]
     NameCollision {
-        /// The name.
+        /// The output name both would have.
         name: String,
-        /// One source name.
+        /// The source name of the first tensor given that name.
         first: String,
-        /// The other.
+        /// The source name of the second.
         second: String,
     },
     /// A rename to `__metadata__`, which readers take for the metadata.
     #[error("cannot rename {from:?} to \"__metadata__\": readers take that key for the metadata")]
     ReservedName {
-        /// The name.
+        /// The source name renamed to `__metadata__`.
         from: String,
     },
     /// A metadata key to delete is absent.
     #[error("cannot delete metadata key {key:?}: it is not there")]
     MetadataKeyMissing {
-        /// The key.
+        /// The key to delete, which the metadata lacks.
         key: String,
     },
     /// A conversion that is not supported.
@@ -78,15 +78,15 @@ pub enum ResaveError {
         "cannot convert {from} to {to}: conversions go from F64, F32, F16 or BF16 to another of those, F8_E4M3 or F8_E5M2"
     )]
     UnsupportedConversion {
-        /// From.
+        /// The source dtype asked for.
         from: Dtype,
-        /// To.
+        /// The target dtype asked for.
         to: Dtype,
     },
     /// Two conversions of the same dtype.
     #[error("{from} is converted twice")]
     DuplicateConversion {
-        /// The dtype.
+        /// The source dtype named by two conversions.
         from: Dtype,
     },
     /// A maximum shard size of 0.
@@ -95,15 +95,15 @@ pub enum ResaveError {
     /// The output path does not fit the output's layout.
     #[error("{message}: {}", path.display())]
     InvalidOutput {
-        /// The path.
+        /// The output path, as given.
         path: PathBuf,
-        /// What is wrong.
+        /// What is wrong with it, for people.
         message: String,
     },
     /// An output path is a file of the source checkpoint.
     #[error("refusing to overwrite a file of the checkpoint being read ({}); save under another name: {}", source_file.display(), output.display())]
     WouldOverwriteSource {
-        /// The output path.
+        /// The output path, as given.
         output: PathBuf,
         /// The source file it is.
         source_file: PathBuf,
@@ -115,9 +115,9 @@ pub enum ResaveError {
     /// into place.
     #[error("the written file does not read back as planned ({message}); nothing was replaced: {}", path.display())]
     Verify {
-        /// The target.
+        /// The target whose temporary file failed the check.
         path: PathBuf,
-        /// What differs.
+        /// What differs from the plan (a count, a tensor, the metadata, the size).
         message: String,
     },
     /// Renaming the finished files into place failed midway.

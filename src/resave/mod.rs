@@ -85,14 +85,14 @@ pub use write::execute;
 pub enum MetadataEdit {
     /// Add or change a key.
     Set {
-        /// The key.
+        /// The key, added or replaced.
         key: String,
-        /// Its new value.
+        /// Its new value (metadata values are strings).
         value: String,
     },
     /// Remove a key (an error when it is absent, to catch typos).
     Delete {
-        /// The key.
+        /// The key, which must be present.
         key: String,
     },
 }
@@ -129,7 +129,7 @@ pub struct ResaveOptions {
     pub fail_after_bytes: Option<u64>,
 }
 
-/// One output tensor.
+/// One output tensor: where its bytes come from and how they are written.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct PlannedTensor {
     /// Where its data comes from.
@@ -143,7 +143,7 @@ pub struct PlannedTensor {
     pub source_dtype: Dtype,
     /// Its dtype in the output.
     pub dtype: Dtype,
-    /// Its shape.
+    /// Its shape, the same in source and output.
     pub shape: Vec<u64>,
     /// Its bytes in the output.
     pub nbytes: u64,
@@ -151,16 +151,16 @@ pub struct PlannedTensor {
     pub file: usize,
 }
 
-/// One output file.
+/// One output file: a single file, or one shard of a sharded output.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlannedFile {
-    /// Where it is written.
+    /// Where it is written (its temporary file is beside it).
     pub path: PathBuf,
     /// Its name in the index (the file name).
     pub name: String,
     /// Its tensors: indices into [`ResavePlan::tensors`].
     pub tensors: Vec<usize>,
-    /// Bytes of tensor data.
+    /// Bytes of tensor data in the file (its size less the header).
     pub data_bytes: u64,
 }
 
@@ -181,7 +181,8 @@ pub struct ResavePlan {
     /// A folder [`execute`] creates for a sharded output (removed again if
     /// the write fails and it is empty).
     pub create_folder: Option<PathBuf>,
-    /// The conversions asked for.
+    /// The conversions asked for, `(from, to)`; each tensor of dtype `from`
+    /// is written as `to`.
     pub conversions: Vec<(Dtype, Dtype)>,
     /// What a value too large for an F8 target becomes.
     pub overflow: Overflow,
@@ -202,11 +203,11 @@ impl ResavePlan {
 /// A file that was written.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WrittenFile {
-    /// Its path.
+    /// Its path, after the rename into place.
     pub path: PathBuf,
-    /// Tensors in it.
+    /// How many tensors it holds.
     pub tensors: usize,
-    /// Bytes of tensor data.
+    /// Bytes of tensor data in it (its size less the header).
     pub data_bytes: u64,
     /// Its size in bytes (header included).
     pub file_size: u64,
@@ -215,33 +216,33 @@ pub struct WrittenFile {
 /// A tensor whose dtype was converted, and what happened to its values.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct TensorConversion {
-    /// Its output name.
+    /// Its name in the output (after renames).
     pub name: String,
-    /// The source dtype.
+    /// Its dtype in the source.
     pub from: Dtype,
-    /// The output dtype.
+    /// Its dtype in the output.
     pub to: Dtype,
     /// Saturated / NaN / Inf / zero counts.
     #[serde(flatten)]
     pub counts: ConversionCounts,
 }
 
-/// What [`execute`] wrote.
+/// What [`execute`] wrote, once every file is in place.
 #[derive(Debug, Clone)]
 pub struct ResaveReport {
     /// The safetensors files, in shard order.
     pub files: Vec<WrittenFile>,
     /// The index of a sharded output.
     pub index: Option<PathBuf>,
-    /// Every output tensor.
+    /// Every output tensor, in the checkpoint's order.
     pub tensors: Vec<PlannedTensor>,
-    /// The converted tensors.
+    /// The converted tensors, each with what happened to its values.
     pub conversions: Vec<TensorConversion>,
     /// The sums of the conversions' counts.
     pub conversion_totals: ConversionCounts,
-    /// The `__metadata__` written.
+    /// The `__metadata__` of every output file (`None`: none).
     pub metadata: Option<BTreeMap<String, String>>,
-    /// Bytes of tensor data.
+    /// Bytes of tensor data over every file (headers excluded).
     pub data_bytes: u64,
     /// Bytes written over every file (headers and index included).
     pub bytes_written: u64,
@@ -249,7 +250,8 @@ pub struct ResaveReport {
     pub warnings: Vec<String>,
 }
 
-/// [`plan()`] then [`execute`].
+/// [`plan()`] then [`execute`]: the CLI's path, which has nothing to show
+/// between the two.
 pub fn resave(
     ck: &Checkpoint,
     out: &Path,

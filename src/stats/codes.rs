@@ -28,9 +28,10 @@ const SMALL_16: usize = 16 * 1024;
 enum Order {
     /// Code order is value order.
     Unsigned,
-    /// Two's complement.
+    /// Two's complement: I8, I16.
     Signed,
-    /// Sign bit, then magnitude.
+    /// Sign bit, then magnitude: every float dtype but F8_E8M0 (which has
+    /// no sign bit).
     SignMagnitude,
 }
 

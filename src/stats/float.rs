@@ -37,7 +37,8 @@ fn for_each_block<V: View>(view: &V, range: Range<u64>, f: impl FnMut(&[V::T])) 
     kernel::for_each_block(range, |first, out| view.decode(first, out), f);
 }
 
-/// What pass 1 gathers.
+/// What pass 1 gathers over a chunk: counts, range, moments, and (full
+/// detail) exponent counts and key prefixes for the quantiles.
 struct Pass1 {
     specials: Specials,
     moments: Moments,

@@ -16,37 +16,39 @@ pub enum Pooling {
     Mean,
 }
 
-/// What to draw.
+/// What to draw: two axes of the tensor, a fixed index on every other
+/// axis, and how cells pool the elements they cover.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct HeatmapRequest {
-    /// Axis shown vertically.
+    /// Axis shown vertically (rows of cells).
     pub row_axis: usize,
-    /// Axis shown horizontally.
+    /// Axis shown horizontally (columns of cells).
     pub col_axis: usize,
     /// Index of every other axis (entries for the two shown axes are ignored).
     pub fixed: Vec<u64>,
-    /// Pooling.
+    /// How a cell summarises the elements it covers.
     pub pooling: Pooling,
     /// Largest number of cells per side.
     pub max_side: usize,
-    /// F6 bit order.
+    /// Bit order of F6 elements (ignored for every other dtype).
     pub order: BitOrder,
 }
 
-/// A computed heatmap.
+/// A computed heatmap: cell values and the colour range, with the tensor
+/// rows and columns they cover.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Heatmap {
-    /// Cells per row.
+    /// Cells per row (at most the request's `max_side`).
     pub width: usize,
-    /// Rows of cells.
+    /// Rows of cells (at most the request's `max_side`).
     pub height: usize,
     /// Row-major cell values; NaN where a cell holds no finite value.
     pub cells: Vec<f64>,
     /// Cells holding a NaN or Inf element.
     pub non_finite: Vec<bool>,
-    /// Smallest finite cell value.
+    /// Smallest finite cell value (the colour map's low end).
     pub min: Option<f64>,
-    /// Largest finite cell value.
+    /// Largest finite cell value (the colour map's high end).
     pub max: Option<f64>,
     /// Tensor rows (along `row_axis`).
     pub rows: u64,
@@ -91,17 +93,17 @@ pub enum HeatmapError {
     /// A fixed index is out of range.
     #[error("index {index} is out of range for axis {axis} of size {size}")]
     BadIndex {
-        /// The axis.
+        /// The axis whose index is out of range.
         axis: usize,
         /// The index given.
         index: u64,
-        /// The axis size.
+        /// The axis size (valid indices are below it).
         size: u64,
     },
     /// The tensor has no elements.
     #[error("the tensor has no elements")]
     Empty,
-    /// Cancelled.
+    /// Cancelled through the token; not an error to show.
     #[error("cancelled")]
     Cancelled,
     /// The file changed or cannot be read since it was opened.

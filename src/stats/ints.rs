@@ -109,7 +109,8 @@ impl KeySource for Keys<'_> {
     }
 }
 
-/// What pass 1 gathers.
+/// What pass 1 gathers over a chunk: exact range, moments, and (full
+/// detail) key prefixes for the quantiles.
 struct Pass1 {
     zeros: u64,
     min_key: u64,

@@ -57,7 +57,8 @@ use crate::jobs::{CancelToken, Cancelled, Progress};
 /// holds whole elements of every dtype (F6 packs 4 elements in 3 bytes).
 pub const CHUNK_BYTES: u64 = 8 * 1024 * 1024 - (8 * 1024 * 1024) % 24;
 
-/// How much to compute.
+/// How much to compute: every figure, or the moments only (a quick pass
+/// for tables of many tensors).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Detail {
     /// Everything: counts, moments, histograms and quantiles.
@@ -86,7 +87,7 @@ pub enum QuantileMode {
 pub struct StatsOptions {
     /// Linear histogram bins (1..=[`MAX_BINS`]; default [`DEFAULT_BINS`]).
     pub bins: usize,
-    /// What to compute.
+    /// What to compute (see [`Detail`]).
     pub detail: Detail,
     /// How F32/F64/C64 quantiles are found.
     pub quantiles: QuantileMode,

@@ -16,9 +16,9 @@ use crate::dtype::Dtype;
 pub enum Scalar {
     /// A float value (−0 is written as 0).
     Float(f64),
-    /// A signed integer.
+    /// A signed integer, exact (I8 … I64).
     Int(i64),
-    /// An unsigned integer.
+    /// An unsigned integer, exact (U8 … U64).
     UInt(u64),
 }
 
@@ -37,7 +37,8 @@ impl Scalar {
         Scalar::Float(if x == 0.0 { 0.0 } else { x })
     }
 
-    /// An exact integer scalar.
+    /// An exact integer: signed when negative, unsigned otherwise, so U64
+    /// values above 2^63 stay exact.
     pub(crate) fn int(v: i128) -> Self {
         match i64::try_from(v) {
             Ok(i) => Scalar::Int(i),
@@ -97,7 +98,7 @@ impl Serialize for Quantiles {
 pub struct Histogram {
     /// `counts.len() + 1` edges (empty with no finite value).
     pub edges: Vec<f64>,
-    /// Values per bin.
+    /// Values per bin; `edges` has one more entry.
     pub counts: Vec<u64>,
 }
 
@@ -105,9 +106,9 @@ pub struct Histogram {
 /// magnitude, for every `e` from the smallest to the largest present.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Log2Histogram {
-    /// Consecutive binary exponents.
+    /// Consecutive binary exponents e, each bin holding 2^e ≤ |x| < 2^(e+1).
     pub exponents: Vec<i32>,
-    /// Values per exponent.
+    /// Values per exponent, one count per entry of `exponents`.
     pub counts: Vec<u64>,
     /// ±0 values (not in the bins).
     pub zeros: u64,
@@ -132,21 +133,21 @@ pub struct CodeHistogram {
 pub struct ValueStats {
     /// Every element, NaN and Inf included.
     pub count: u64,
-    /// Finite elements.
+    /// Finite elements: those every figure below is over.
     pub finite: u64,
-    /// NaN elements.
+    /// NaN elements (0 for integers and BOOL).
     pub nan: u64,
-    /// +Inf elements.
+    /// +Inf elements (0 for integers and BOOL).
     pub pos_inf: u64,
-    /// −Inf elements.
+    /// −Inf elements (0 for integers and BOOL).
     pub neg_inf: u64,
-    /// ±0 elements.
+    /// ±0 elements (also counted as finite).
     pub zeros: u64,
     /// Subnormal elements (of the dtype's own format).
     pub subnormals: u64,
-    /// Smallest finite value.
+    /// Smallest finite value (`None` with none; exact for integers).
     pub min: Option<Scalar>,
-    /// Largest finite value.
+    /// Largest finite value (`None` with none; exact for integers).
     pub max: Option<Scalar>,
     /// Mean of the finite values.
     pub mean: Option<f64>,
@@ -206,11 +207,11 @@ impl ValueStats {
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TensorStats {
-    /// Tensor name.
+    /// Tensor name, as in the header.
     pub name: String,
-    /// Dtype.
+    /// Dtype, which decides which fields apply.
     pub dtype: Dtype,
-    /// Shape.
+    /// Shape, as in the header.
     pub shape: Vec<u64>,
     /// The shard file holding it (sharded models only).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -218,10 +219,10 @@ pub struct TensorStats {
     /// The figures; for C64 they describe the magnitude |z|.
     #[serde(flatten)]
     pub values: ValueStats,
-    /// C64: the real parts.
+    /// C64: the real parts, as a tensor of their own.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub real: Option<Box<ValueStats>>,
-    /// C64: the imaginary parts.
+    /// C64: the imaginary parts, as a tensor of their own.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub imag: Option<Box<ValueStats>>,
 }
@@ -229,11 +230,11 @@ pub struct TensorStats {
 /// What a whole scan found.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Summary {
-    /// Tensors scanned.
+    /// Tensors scanned (those the selection named).
     pub tensor_count: usize,
-    /// Their elements.
+    /// Elements over the tensors scanned.
     pub element_count: u64,
-    /// Their bytes.
+    /// Bytes of data over the tensors scanned.
     pub data_bytes: u64,
     /// Elements that are NaN, over every tensor.
     pub nan_count: u64,
@@ -245,7 +246,7 @@ pub struct Summary {
     pub all_zero_tensors: Vec<String>,
     /// The largest finite |value| over every tensor (C64: |z|).
     pub max_abs: Option<Scalar>,
-    /// The tensor holding it.
+    /// The tensor holding the largest |x|.
     pub max_abs_tensor: Option<String>,
 }
 
@@ -254,6 +255,6 @@ pub struct Summary {
 pub struct ScanReport {
     /// One entry per tensor scanned, in the order asked for.
     pub tensors: Vec<TensorStats>,
-    /// What stands out.
+    /// What stands out over the tensors (largest |x|, NaN counts).
     pub summary: Summary,
 }

@@ -1,3 +1,7 @@
+//! Unit tests of the decoders: every code of every small float against the
+//! committed reference tables, F4/F6 packing in both bit orders, and
+//! decoding of arbitrary (truncated, misaligned) bytes without a panic.
+
 use super::tables::reference::{self, same};
 use super::*;
 

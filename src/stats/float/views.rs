@@ -20,7 +20,7 @@ use crate::stats::smallest_normal;
 pub(crate) trait FloatLane: Lane {
     /// Size of the exponent-count table used by [`FloatLane::count_exponents`].
     const EXPONENT_TABLE: usize;
-    /// Exponent bias.
+    /// Exponent bias (127 for f32, 1023 for f64).
     const BIAS: i32;
     /// Exponent field of the largest (all-ones) code.
     const MAX_FIELD: usize;
@@ -146,9 +146,9 @@ impl FloatLane for f64 {
 
 /// A sequence of float values decoded from a tensor's bytes.
 pub(crate) trait View: Sync {
-    /// The value type.
+    /// The value type blocks decode into.
     type T: FloatLane;
-    /// Elements.
+    /// Elements of the tensor (C64: complex elements, not parts).
     fn len(&self) -> u64;
     /// Bytes read per element (for progress and chunking).
     fn element_bytes(&self) -> u64;
@@ -191,9 +191,9 @@ impl View for F32View<'_> {
 /// statistics without histograms; with them, counting the 65,536 codes
 /// ([`crate::stats::codes`]) is faster.
 pub(crate) struct HalfView<'a> {
-    /// The tensor's bytes.
+    /// The tensor's bytes (little-endian, two per element).
     pub bytes: &'a [u8],
-    /// F16 or BF16.
+    /// F16 or BF16: the two decode differently.
     pub dtype: Dtype,
 }
 
@@ -249,7 +249,7 @@ impl View for F64View<'_> {
 
 /// The real or imaginary parts of a C64 tensor.
 pub(crate) struct C64Part<'a> {
-    /// The tensor's bytes.
+    /// The tensor's bytes (eight per element: real, then imaginary f32).
     pub bytes: &'a [u8],
     /// Imaginary (true) or real (false) parts.
     pub imag: bool,

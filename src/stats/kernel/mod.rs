@@ -47,13 +47,13 @@ pub(crate) fn for_each_block<T: Copy + Default>(
 /// Counts of the special values in a block, and its finite range.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Specials {
-    /// NaN values.
+    /// NaN values (every payload, either sign).
     pub nan: u64,
     /// +Inf values.
     pub pos_inf: u64,
     /// −Inf values.
     pub neg_inf: u64,
-    /// ±0 values.
+    /// ±0 values (counted apart from subnormals).
     pub zeros: u64,
     /// Non-zero values below the smallest normal number of the value type.
     pub subnormals: u64,

@@ -43,11 +43,11 @@ fn lane_sum(vals: &[f64], f: impl Fn(f64) -> f64) -> f64 {
 pub(crate) struct F32Lanes {
     /// Values whose magnitude bits are below `tiny_bits` (zeros included).
     pub tiny: [u32; 8],
-    /// ±0 values.
+    /// ±0 values per lane.
     pub zero: [u32; 8],
     /// Smallest value (meaningless when NaN is present).
     pub min: [f32; 8],
-    /// Largest value (likewise).
+    /// Largest value per lane (likewise meaningless with NaN).
     pub max: [f32; 8],
     /// Σx in f64.
     pub sum: [f64; 8],
@@ -58,7 +58,7 @@ pub(crate) struct F32Lanes {
 }
 
 impl F32Lanes {
-    /// Nothing seen yet.
+    /// Nothing seen yet: ±Inf as the range so the first value replaces it.
     pub const EMPTY: F32Lanes = F32Lanes {
         tiny: [0; 8],
         zero: [0; 8],
@@ -91,16 +91,16 @@ impl F32Lanes {
 /// fused scan reads in place.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Wide {
-    /// f32 itself.
+    /// f32 itself, read in place.
     F32,
-    /// IEEE half precision.
+    /// IEEE half precision, widened exactly.
     F16,
-    /// bfloat16.
+    /// bfloat16, widened exactly (a shift).
     BF16,
 }
 
 impl Wide {
-    /// Bytes per element.
+    /// Bytes per element: 4 or 2.
     #[inline]
     pub fn width(self) -> usize {
         match self {

@@ -1,3 +1,6 @@
+//! Unit tests of the kernels: specials and moments of blocks (extremes
+//! scaled), histogram binning checked against the edges, and code counting.
+
 use super::histogram::UNSURE;
 use super::*;
 use crate::dtype::decode::BitOrder;

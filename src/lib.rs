@@ -1,11 +1,11 @@
 //! Tensorscope: a fast, safe explorer for safetensors checkpoints.
 //!
-//! The library is the whole engine, and knows no screen: [`format`] reads
+//! The library is the whole engine, and knows no screen: [`format`](mod@format) reads
 //! and validates files (zero-copy, memory-mapped) and writes them,
 //! [`dtype`] decodes and converts every element type bit-exactly, [`stats`]
 //! summarises values, [`diff`] compares two checkpoints, [`export`] writes a
 //! tensor as `.npy`/`.csv`/`.bin`/`.png`, [`resave`] writes a new checkpoint
-//! from an old one, and [`jobs`] carries cancellation and progress. The
+//! from an old one, [`fsio`] writes every file atomically, and [`jobs`] carries cancellation and progress. The
 //! command line (the `tensorscope` binary) and the desktop explorer
 //! ([`gui`], behind the default `gui` feature) are two faces over it.
 
@@ -13,6 +13,7 @@ pub mod diff;
 pub mod dtype;
 pub mod export;
 pub mod format;
+pub mod fsio;
 #[cfg(feature = "gui")]
 pub mod gui;
 pub mod jobs;

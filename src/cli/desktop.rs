@@ -21,7 +21,8 @@ pub const DESKTOP_FILE: &str = "tensorscope.desktop";
 /// What an install did, step by step.
 #[derive(Debug, Default)]
 pub struct InstallReport {
-    /// Files written.
+    /// Every file created or replaced, in the order written (so a failed
+    /// install can say how far it got).
     pub written: Vec<PathBuf>,
     /// Helper programs run, and how each went.
     pub steps: Vec<String>,

@@ -1,19 +1,18 @@
 //! `tensorscope diff A B`: which tensors changed, and by how much.
 
 use std::fmt::Write as _;
-use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use clap::Args;
 use serde::Serialize;
 
-use super::output::{Output, display_name, report_error};
+use super::output::{Output, display_name, report_error, with_progress_bar};
 use super::{Common, EXIT_ERROR, EXIT_NO, EXIT_OK};
 use tensorscope::diff::{DiffError, DiffOptions, DiffReport, Status, diff};
 use tensorscope::format::Checkpoint;
 use tensorscope::jobs::{CancelToken, Progress};
+use tensorscope::resave::parse_pair;
 use tensorscope::text::fmt_value;
 
 /// `tensorscope diff A B`.
@@ -159,19 +158,19 @@ fn text(report: &DiffReport, a: &str, b: &str, only_changed: bool) -> String {
     s
 }
 
-/// Parses `FROM=TO` pairs.
+/// Parses the `--rename FROM=TO` pairs.
 pub fn parse_renames(items: &[String]) -> Result<Vec<(String, String)>, String> {
     items
         .iter()
         .map(|r| {
-            r.split_once('=')
+            parse_pair(r, "--rename", "FROM=TO")
                 .map(|(a, b)| (a.to_owned(), b.to_owned()))
-                .ok_or_else(|| format!("--rename takes FROM=TO, got {r:?}"))
+                .map_err(|e| e.to_string())
         })
         .collect()
 }
 
-/// Runs `diff`.
+/// Runs `diff` and returns its exit code (0 same, 1 different, 2 error).
 pub fn run(args: &DiffArgs, out: &mut Output) -> i32 {
     let renames = match parse_renames(&args.rename) {
         Ok(r) => r,
@@ -211,14 +210,8 @@ pub fn run(args: &DiffArgs, out: &mut Output) -> i32 {
     };
     let started = Instant::now();
     let progress = Progress::new();
-    let done = AtomicBool::new(false);
-    let result = std::thread::scope(|s| {
-        if std::io::stderr().is_terminal() {
-            s.spawn(|| super::output::progress_bar(&progress, &done, started));
-        }
-        let r = diff(&a, &b, &options, &CancelToken::new(), &progress);
-        done.store(true, Ordering::Relaxed);
-        r
+    let result = with_progress_bar(&progress, started, || {
+        diff(&a, &b, &options, &CancelToken::new(), &progress)
     });
     let mut report = match result {
         Ok(r) => r,

@@ -6,14 +6,14 @@
 //! limit without `--force`, an I/O error).
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use clap::Args;
 use serde::Serialize;
 
 use super::output::{
-    ErrorDoc, Output, display_name, fail, group_digits, path_string, progress_bar, report_error,
+    ErrorDoc, Output, display_name, fail, group_digits, path_string, report_error,
+    with_progress_bar,
 };
 use super::{Common, EXIT_OK};
 use tensorscope::export::{
@@ -47,22 +47,23 @@ pub struct ExportArgs {
     pub common: Common,
 }
 
-/// The `export --json` document.
+/// The `export --json` document: what was written, and from what.
 #[derive(Debug, Serialize)]
 pub struct ExportDoc {
-    /// The checkpoint read.
+    /// The checkpoint read (a file or a shard index), as given.
     pub path: String,
-    /// The tensor.
+    /// The tensor's name, as in the header (not escaped: JSON escapes it).
     pub tensor: String,
-    /// Its dtype.
+    /// The tensor's dtype as the header names it (`F8_E4M3`, not the file's
+    /// encoding in the output).
     pub dtype: &'static str,
-    /// Its shape.
+    /// The tensor's shape, exact (JSON integers, also above 2^53).
     pub shape: Vec<u64>,
-    /// The file written.
+    /// The file written, after its atomic rename into place.
     pub output: String,
     /// `npy`, `csv`, `bin` or `png`.
     pub format: ExportFormat,
-    /// `values` or `raw-codes`.
+    /// `values` or `raw-codes` (the codes of the dtypes NumPy has no type for).
     pub encoding: Encoding,
     /// The `.npy` data type, such as `<f4`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -70,12 +71,12 @@ pub struct ExportDoc {
     /// The `.npy` format version, `1.0` or `2.0`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub npy_version: Option<String>,
-    /// The `.png` heatmap.
+    /// The `.png` heatmap's size and range; absent for the other formats.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub png: Option<PngReport>,
-    /// Elements of the tensor.
+    /// Elements of the tensor, all written (an export never samples).
     pub elements: u64,
-    /// Bytes written.
+    /// Bytes of the output file, headers included.
     pub bytes_written: u64,
 }
 
@@ -107,7 +108,8 @@ pub fn export_error_doc(e: &ExportError) -> ErrorDoc {
     }
 }
 
-/// Runs `export`.
+/// Runs `export` and returns its exit code (0 written, 2 otherwise: the
+/// target is then unchanged).
 pub fn run(args: &ExportArgs, out: &mut Output) -> i32 {
     let json = args.common.json;
     // An unknown extension is a usage error: say so before opening anything.
@@ -142,13 +144,9 @@ pub fn run(args: &ExportArgs, out: &mut Output) -> i32 {
     };
     let progress = Progress::new();
     let cancel = CancelToken::new();
-    let done = AtomicBool::new(false);
     let started = Instant::now();
-    let result = std::thread::scope(|s| {
-        s.spawn(|| progress_bar(&progress, &done, started));
-        let r = export_tensor(&ck, t, &args.output, &opts, &cancel, &progress);
-        done.store(true, Ordering::Relaxed);
-        r
+    let result = with_progress_bar(&progress, started, || {
+        export_tensor(&ck, t, &args.output, &opts, &cancel, &progress)
     });
     match result {
         Ok(report) => {

@@ -11,17 +11,17 @@ use tensorscope::format::{Checkpoint, CheckpointKind, Warning};
 /// One tensor in `info --json`.
 #[derive(Debug, Serialize)]
 pub struct TensorDoc {
-    /// Name.
+    /// The tensor's name as in the header (JSON-escaped by serde, not by us).
     pub name: String,
-    /// Dtype string.
+    /// The dtype as the header spells it (`BF16`, `F8_E4M3`).
     pub dtype: &'static str,
     /// Shape (exact u64).
     pub shape: Vec<u64>,
     /// `[begin, end]` relative to the data buffer of its file.
     pub data_offsets: [u64; 2],
-    /// Element count.
+    /// Elements (the product of the shape; 1 for a scalar).
     pub numel: u64,
-    /// Bytes.
+    /// Bytes of data: `numel × bits / 8`, equal to the offsets' span.
     pub nbytes: u64,
     /// The shard's file name (sharded models only).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -31,22 +31,24 @@ pub struct TensorDoc {
 /// One shard in `info --json`.
 #[derive(Debug, Serialize)]
 pub struct ShardDoc {
-    /// The shard file's path.
+    /// The shard file's path, as resolved beside the index.
     pub path: String,
     /// Its name in the index.
     pub name: String,
-    /// Its size in bytes.
+    /// The shard's size in bytes, header included.
     pub file_size: u64,
-    /// Its header length N.
+    /// The shard's header length N (bytes 8..8+N hold the JSON).
     pub header_size: u64,
-    /// Its own `__metadata__`.
+    /// The shard's own `__metadata__` (`null` when it has none); the index's
+    /// `metadata` is the document's top-level `metadata`.
     pub metadata: serde_json::Value,
 }
 
-/// The `info --json` document.
+/// The `info --json` document (fields as DESIGN.md fixes them; new fields
+/// may be added, none renamed).
 #[derive(Debug, Serialize)]
 pub struct InfoDoc {
-    /// What was opened.
+    /// What was opened, as given: a file, a shard index or a folder.
     pub path: String,
     /// `single` or `sharded`.
     pub kind: &'static str,
@@ -56,7 +58,7 @@ pub struct InfoDoc {
     pub header_size: Option<u64>,
     /// `__metadata__` (a single file) or the index's `metadata`.
     pub metadata: serde_json::Value,
-    /// Number of tensors.
+    /// Number of tensors over every shard.
     pub tensor_count: usize,
     /// Total elements over every tensor.
     pub parameter_count: u64,
@@ -67,7 +69,8 @@ pub struct InfoDoc {
     /// The shards of a sharded model.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shards: Option<Vec<ShardDoc>>,
-    /// Quirks and inconsistencies.
+    /// What the reference reader accepts but a user should know of
+    /// (duplicate keys, leading whitespace, …).
     pub warnings: Vec<Warning>,
 }
 
@@ -146,7 +149,8 @@ impl InfoDoc {
         }
     }
 
-    /// The human-readable form.
+    /// The human-readable form printed without `--json`: one line per tensor,
+    /// names escaped for the terminal.
     pub fn to_text(&self) -> String {
         let mut s = String::new();
         let _ = writeln!(s, "path:        {}", self.path);
@@ -219,7 +223,8 @@ impl InfoDoc {
     }
 }
 
-/// Runs `info`.
+/// Runs `info` and returns its exit code (0, or 2 when the file cannot be
+/// opened).
 pub fn run(args: &InfoArgs, out: &mut Output) -> i32 {
     let ck = match Checkpoint::open(&args.file) {
         Ok(ck) => ck,

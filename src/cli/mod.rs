@@ -124,11 +124,11 @@ pub struct ValidateArgs {
 /// What the command line asks for: `main` dispatches it.
 #[derive(Debug)]
 pub enum Launch {
-    /// A headless verb.
+    /// A headless verb: runs, prints, exits; never opens a window.
     Verb(Verb),
     /// The desktop explorer with these files open.
     Explorer(ExplorerArgs),
-    /// `--install-desktop`.
+    /// `--install-desktop`: the desktop entry, MIME type and icon for this user.
     InstallDesktop,
     /// Nothing more to do (help, version, a usage error): exit with this code.
     Exit(i32),

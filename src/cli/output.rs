@@ -18,7 +18,8 @@ pub struct Output {
 }
 
 impl Output {
-    /// Standard output.
+    /// Standard output, locked for the verb's lifetime so a document is never
+    /// interleaved with other output.
     pub fn stdout() -> Self {
         Self {
             sink: Box::new(io::stdout().lock()),
@@ -69,7 +70,7 @@ pub struct ErrorDoc {
 /// The wrapper object of an [`ErrorDoc`].
 #[derive(Debug, Serialize)]
 pub struct Wrapped<'a> {
-    /// The error.
+    /// The error, serialised under the `error` key.
     pub error: &'a ErrorDoc,
 }
 
@@ -83,7 +84,7 @@ impl ErrorDoc {
         }
     }
 
-    /// `{"error": self}`.
+    /// `{"error": self}`: the one document a verb prints on failure with `--json`.
     pub fn wrapped(&self) -> Wrapped<'_> {
         Wrapped { error: self }
     }
@@ -114,9 +115,31 @@ pub fn fail(out: &mut Output, json: bool, doc: &ErrorDoc) -> i32 {
     super::EXIT_ERROR
 }
 
+/// Runs `work` on this thread while a progress bar of `progress` is drawn
+/// on stderr beside it (see [`progress_bar`]; `started` is when the verb
+/// began, for the rate). The bar is cleared when `work` returns, or panics.
+pub fn with_progress_bar<T>(progress: &Progress, started: Instant, work: impl FnOnce() -> T) -> T {
+    /// Sets the flag on drop, so a panic in `work` stops the bar too and
+    /// the scope's join does not wait forever.
+    struct Stop<'a>(&'a AtomicBool);
+    impl Drop for Stop<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
+    let done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        if io::stderr().is_terminal() {
+            s.spawn(|| progress_bar(progress, &done, started));
+        }
+        let _stop = Stop(&done);
+        work()
+    })
+}
+
 /// Draws a progress bar on stderr until `done`, when stderr is a terminal
 /// and the work takes more than a moment (short runs show none).
-pub fn progress_bar(progress: &Progress, done: &AtomicBool, started: Instant) {
+fn progress_bar(progress: &Progress, done: &AtomicBool, started: Instant) {
     const WIDTH: usize = 30;
     if !io::stderr().is_terminal() {
         return;

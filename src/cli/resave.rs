@@ -8,14 +8,14 @@
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::Args;
 use serde::Serialize;
 
 use super::output::{
-    ErrorDoc, Output, display_name, fail, group_digits, path_string, progress_bar, report_error,
+    ErrorDoc, Output, display_name, fail, group_digits, path_string, report_error,
+    with_progress_bar,
 };
 use super::{Common, EXIT_OK};
 use tensorscope::dtype::Dtype;
@@ -23,7 +23,8 @@ use tensorscope::dtype::convert::{ConversionCounts, Overflow};
 use tensorscope::format::Checkpoint;
 use tensorscope::jobs::{CancelToken, Progress};
 use tensorscope::resave::{
-    MetadataEdit, ResaveError, ResaveOptions, ResaveReport, TensorConversion, parse_size, resave,
+    MetadataEdit, ResaveError, ResaveOptions, ResaveReport, TensorConversion, parse_pair,
+    parse_size, resave,
 };
 
 /// `tensorscope resave FILE -o OUT`.
@@ -71,63 +72,65 @@ pub struct ResaveArgs {
 /// One file in `resave --json`.
 #[derive(Debug, Serialize)]
 pub struct FileDoc {
-    /// Its path.
+    /// The file's path, after its rename into place.
     pub path: String,
-    /// Tensors in it.
+    /// How many tensors the file holds.
     pub tensors: usize,
-    /// Bytes of tensor data.
+    /// Bytes of tensor data in the file (its size less the header).
     pub data_bytes: u64,
-    /// Its size.
+    /// The file's size in bytes, header included, as read back.
     pub file_size: u64,
 }
 
 /// One tensor in `resave --json`.
 #[derive(Debug, Serialize)]
 pub struct TensorDoc {
-    /// Output name.
+    /// The tensor's name in the output (after `--rename`).
     pub name: String,
-    /// Name in the source.
+    /// The tensor's name in the source checkpoint.
     pub source_name: String,
-    /// Output dtype.
+    /// The dtype written (after `--dtype`).
     pub dtype: &'static str,
-    /// Source dtype.
+    /// The dtype in the source; differs from `dtype` only when converted.
     pub source_dtype: &'static str,
-    /// Shape.
+    /// The shape, unchanged by a resave.
     pub shape: Vec<u64>,
-    /// Output bytes.
+    /// Bytes of the tensor's data in the output.
     pub nbytes: u64,
-    /// The file holding it.
+    /// The name of the file holding it (a shard's name in the index).
     pub file: String,
 }
 
-/// The `resave --json` document.
+/// The `resave --json` document: what was written, where, and what
+/// conversion did to the values.
 #[derive(Debug, Serialize)]
 pub struct ResaveDoc<'a> {
-    /// The checkpoint read.
+    /// The checkpoint read, as given.
     pub path: String,
     /// The main output: the file, or the index of a sharded output.
     pub output: String,
-    /// The safetensors files written.
+    /// The safetensors files written, in shard order.
     pub files: Vec<FileDoc>,
     /// The index of a sharded output.
     pub index: Option<String>,
-    /// Tensors written.
+    /// Tensors written over every file.
     pub tensor_count: usize,
-    /// Bytes of tensor data.
+    /// Bytes of tensor data over every file (headers excluded).
     pub data_bytes: u64,
     /// Bytes written over every file, headers and index included.
     pub bytes_written: u64,
-    /// Every tensor written.
+    /// Every tensor written, in the output's order.
     pub tensors: Vec<TensorDoc>,
     /// Converted tensors with their saturated / NaN / Inf / zero counts.
     pub conversions: &'a [TensorConversion],
     /// The sums of those counts.
     pub conversion_totals: &'a ConversionCounts,
-    /// `saturate` or `nan`.
+    /// What a value too large for an F8 target became: `saturate` or `nan`.
     pub overflow: Overflow,
-    /// The `__metadata__` written.
+    /// The `__metadata__` of every output file (`null`: none).
     pub metadata: &'a Option<std::collections::BTreeMap<String, String>>,
-    /// Things worth knowing.
+    /// Warnings: a `--dtype` that matched no tensor, shards whose metadata
+    /// disagree.
     pub warnings: &'a [String],
 }
 
@@ -190,8 +193,7 @@ fn usage(message: String) -> ErrorDoc {
 }
 
 fn split_pair<'s>(text: &'s str, flag: &str, what: &str) -> Result<(&'s str, &'s str), ErrorDoc> {
-    text.split_once('=')
-        .ok_or_else(|| usage(format!("{flag} takes {what}, got {text:?}")))
+    parse_pair(text, flag, what).map_err(|e| usage(e.to_string()))
 }
 
 /// The library options from the command line.
@@ -257,7 +259,7 @@ pub fn resave_error_doc(e: &ResaveError) -> ErrorDoc {
     }
 }
 
-/// Runs `resave`.
+/// Runs `resave` and returns its exit code (0 written, 2 otherwise).
 pub fn run(args: &ResaveArgs, out: &mut Output) -> i32 {
     let json = args.common.json;
     let opts = match options(args) {
@@ -270,13 +272,9 @@ pub fn run(args: &ResaveArgs, out: &mut Output) -> i32 {
     };
     let progress = Progress::new();
     let cancel = CancelToken::new();
-    let done = AtomicBool::new(false);
     let started = Instant::now();
-    let result = std::thread::scope(|s| {
-        s.spawn(|| progress_bar(&progress, &done, started));
-        let r = resave(&ck, &args.output, &opts, &cancel, &progress);
-        done.store(true, Ordering::Relaxed);
-        r
+    let result = with_progress_bar(&progress, started, || {
+        resave(&ck, &args.output, &opts, &cancel, &progress)
     });
     match result {
         Ok(report) => {

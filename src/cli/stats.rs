@@ -6,15 +6,15 @@
 //! name or a bad `--tensor-regex`.
 
 use std::fmt::Write as _;
-use std::io::IsTerminal as _;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::Args;
 use serde::Serialize;
 
-use super::output::{ErrorDoc, Output, display_name, group_digits, path_string, report_error};
+use super::output::{
+    ErrorDoc, Output, display_name, group_digits, path_string, report_error, with_progress_bar,
+};
 use super::{Common, EXIT_ERROR, EXIT_OK};
 use tensorscope::format::{Checkpoint, TensorRef};
 use tensorscope::jobs::{CancelToken, Progress};
@@ -46,20 +46,21 @@ pub struct StatsArgs {
     pub common: Common,
 }
 
-/// The `stats --json` document.
+/// The `stats --json` document (fields as DESIGN.md fixes them).
 #[derive(Debug, Serialize)]
 pub struct StatsDoc<'a> {
-    /// What was opened.
+    /// What was opened, as given.
     pub path: String,
-    /// Bins asked for.
+    /// Bins of the linear histograms asked for (`--bins`).
     pub bins: u64,
     /// One entry per tensor, in file order.
     pub tensors: &'a [TensorStats],
-    /// What stands out.
+    /// What stands out over the tensors scanned (largest |x|, NaN counts).
     pub summary: &'a Summary,
 }
 
-/// Runs `stats`.
+/// Runs `stats` and returns its exit code (0, or 2 when a file cannot be
+/// read).
 pub fn run(args: &StatsArgs, out: &mut Output) -> i32 {
     let json = args.common.json;
     let ck = match Checkpoint::open(&args.file) {
@@ -84,14 +85,8 @@ pub fn run(args: &StatsArgs, out: &mut Output) -> i32 {
     let started = Instant::now();
     let progress = Progress::new();
     let cancel = CancelToken::new();
-    let done = AtomicBool::new(false);
-    let result = std::thread::scope(|s| {
-        if std::io::stderr().is_terminal() {
-            s.spawn(|| super::output::progress_bar(&progress, &done, started));
-        }
-        let r = scan(&ck, &selection, &options, &cancel, &progress);
-        done.store(true, Ordering::Relaxed);
-        r
+    let result = with_progress_bar(&progress, started, || {
+        scan(&ck, &selection, &options, &cancel, &progress)
     });
     let report = match result {
         Ok(r) => r,

@@ -16,10 +16,10 @@ pub struct VerdictError {
     pub kind: &'static str,
     /// The specific message with its evidence.
     pub message: String,
-    /// The tensor concerned.
+    /// The tensor the error is about, when there is one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tensor: Option<String>,
-    /// The shard concerned.
+    /// The shard the error is about (shard indexes only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shard: Option<String>,
     /// For `ShardInvalid`: the reference kind of the shard's error.
@@ -33,16 +33,16 @@ pub struct VerdictError {
     pub rule: Option<&'static str>,
 }
 
-/// The `validate --json` document.
+/// The `validate --json` document: the verdict and the warnings.
 #[derive(Debug, Serialize)]
 pub struct ValidateDoc {
-    /// What was checked.
+    /// What was checked, as given.
     pub path: String,
-    /// The verdict.
+    /// The verdict: true when the reference reader would accept the file.
     pub valid: bool,
     /// Why it is invalid; `null` when valid.
     pub error: Option<VerdictError>,
-    /// Quirks the reference accepts.
+    /// Quirks the reference accepts (they do not make the file invalid).
     pub warnings: Vec<Warning>,
 }
 
@@ -81,7 +81,8 @@ impl ValidateDoc {
         }
     }
 
-    /// The human-readable form.
+    /// The human-readable form printed without `--json`: `valid` or the error,
+    /// then the warnings.
     pub fn to_text(&self) -> String {
         let mut s = match &self.error {
             None => format!("valid: {}\n", self.path),
@@ -99,7 +100,8 @@ impl ValidateDoc {
     }
 }
 
-/// Runs `validate`.
+/// Runs `validate` and returns its exit code (0 valid, 1 invalid, 2 when
+/// the file cannot be read).
 pub fn run(args: &ValidateArgs, out: &mut Output) -> i32 {
     let (doc, code) = match Checkpoint::open(&args.file) {
         Ok(ck) => (ValidateDoc::valid(&ck), EXIT_OK),

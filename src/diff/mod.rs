@@ -2,16 +2,28 @@
 //! semantics"): tensors matched by name (after prefix stripping and
 //! renames), a status per pair, and error metrics computed in one
 //! streaming pass over the mapped bytes, in parallel over tensors.
+//!
+//! Here: the report types and [`diff`]; `matching` pairs the tensors,
+//! `values` compares one pair, `detail` computes the GUI's extra views of
+//! a pair (Δ histogram, |Δ| map).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::BTreeMap;
 
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::dtype::decode::{BitOrder, code_at, decode_c64, decode_f64};
-use crate::dtype::{Dtype, DtypeKind};
-use crate::format::{Checkpoint, CheckpointKind, LoadError, TensorRef};
+use crate::dtype::Dtype;
+use crate::dtype::decode::BitOrder;
+use crate::format::{Checkpoint, LoadError};
 use crate::jobs::{CancelToken, Cancelled, Progress};
+
+mod detail;
+mod matching;
+mod values;
+
+pub use detail::{DeltaHistogram, abs_delta_map, delta_histogram};
+pub use matching::{Pair, Side, diff_metadata, match_key, match_tensors, metadata_of};
+pub use values::diff_pair;
 
 /// Elements decoded per chunk (per side): 64 Ki elements, at most 512 KiB
 /// of input per side for 64-bit dtypes, so cancellation is checked often.
@@ -28,7 +40,8 @@ pub struct DiffOptions {
     pub renames: Vec<(String, String)>,
     /// Absolute tolerance (numpy.isclose): |a − b| ≤ atol + rtol·|b|.
     pub atol: f64,
-    /// Relative tolerance.
+    /// Relative tolerance: |a − b| ≤ atol + rtol·|b|, as numpy.isclose (0 by
+    /// default).
     pub rtol: f64,
     /// Bit order of packed F6 elements.
     pub bit_order: BitOrder,
@@ -75,13 +88,14 @@ impl Status {
 pub struct DeltaLog2Histogram {
     /// Exponents e, ascending: bin e counts |Δ| in [2^e, 2^(e+1)).
     pub exponents: Vec<i32>,
-    /// Counts per exponent.
+    /// Pairs whose |Δ| has each binary exponent, one count per entry of
+    /// `exponents`.
     pub counts: Vec<u64>,
     /// Pairs with Δ = 0.
     pub zeros: u64,
 }
 
-/// One matched pair.
+/// The comparison of one matched pair (DESIGN.md, "Diff semantics").
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TensorDiff {
     /// The matched name (B's name).
@@ -89,13 +103,13 @@ pub struct TensorDiff {
     /// A's name when it differs from B's (prefix stripped or renamed).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name_a: Option<String>,
-    /// The status.
+    /// What the comparison found; decides the exit code with the metadata.
     pub status: Status,
-    /// A's dtype.
+    /// A's dtype; values are compared in f64 even when the dtypes differ.
     pub dtype_a: Dtype,
     /// B's dtype.
     pub dtype_b: Dtype,
-    /// A's shape.
+    /// A's shape; element-wise figures need it equal to B's.
     pub shape_a: Vec<u64>,
     /// B's shape.
     pub shape_b: Vec<u64>,
@@ -115,7 +129,7 @@ pub struct TensorDiff {
     pub changed_fraction: Option<f64>,
     /// Elements where one side is NaN or ±Inf and the other is not the same.
     pub nan_mismatches: Option<u64>,
-    /// |Δ| per binary exponent.
+    /// |Δ| per binary exponent, over the changed finite pairs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delta_log2_histogram: Option<DeltaLog2Histogram>,
 }
@@ -134,14 +148,14 @@ pub struct MetadataDiff {
 /// A metadata value that differs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ChangedValue {
-    /// A's value.
+    /// The value in A.
     pub a: String,
-    /// B's value.
+    /// The value in B.
     pub b: String,
 }
 
 impl MetadataDiff {
-    /// True when nothing differs.
+    /// True when no key was added, removed or changed.
     pub fn is_empty(&self) -> bool {
         self.added.is_empty() && self.removed.is_empty() && self.changed.is_empty()
     }
@@ -150,11 +164,11 @@ impl MetadataDiff {
 /// Counts per status and what stands out.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct DiffSummary {
-    /// Pairs per status.
+    /// Pairs per status name (`identical`, `equal`, `changed`, …).
     pub counts: BTreeMap<&'static str, usize>,
-    /// Names only in A.
+    /// How many names are only in A (after prefixes and renames).
     pub only_in_a: usize,
-    /// Names only in B.
+    /// How many names are only in B.
     pub only_in_b: usize,
     /// The pair with the largest relative change.
     pub largest_rel_l2: Option<(String, f64)>,
@@ -162,18 +176,19 @@ pub struct DiffSummary {
     pub same: bool,
 }
 
-/// The whole diff.
+/// The whole diff: every pair, the unmatched names, the metadata, and a
+/// summary; `diff --json` prints it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct DiffReport {
     /// Names only in A (A's names).
     pub only_in_a: Vec<String>,
-    /// Names only in B.
+    /// Names only in B, sorted.
     pub only_in_b: Vec<String>,
     /// Every matched pair, in B's order.
     pub tensors: Vec<TensorDiff>,
-    /// Metadata differences.
+    /// Keys of `__metadata__` added, removed or changed from A to B.
     pub metadata: MetadataDiff,
-    /// Counts and highlights.
+    /// Counts per status and the pairs that changed most.
     pub summary: DiffSummary,
 }
 
@@ -192,418 +207,6 @@ impl From<Cancelled> for DiffError {
     fn from(_: Cancelled) -> Self {
         DiffError::Cancelled
     }
-}
-
-/// The name a tensor is matched by.
-pub fn match_key(name: &str, options: &DiffOptions, side_a: bool) -> String {
-    let mut n = name;
-    for p in &options.strip_prefixes {
-        if let Some(rest) = n.strip_prefix(p.as_str()) {
-            n = rest;
-            break;
-        }
-    }
-    if side_a && let Some((_, to)) = options.renames.iter().find(|(from, _)| from == n) {
-        return to.clone();
-    }
-    n.to_owned()
-}
-
-/// The metadata of a checkpoint as strings (a shard index's values that
-/// are not strings are written as JSON).
-pub fn metadata_of(ck: &Checkpoint) -> BTreeMap<String, String> {
-    match &ck.kind {
-        CheckpointKind::Single => ck
-            .shards
-            .first()
-            .and_then(|s| s.file.header().metadata.clone())
-            .unwrap_or_default(),
-        CheckpointKind::Sharded { metadata, .. } => metadata
-            .as_object()
-            .map(|m| {
-                m.iter()
-                    .map(|(k, v)| {
-                        (
-                            k.clone(),
-                            v.as_str().map_or_else(|| v.to_string(), str::to_owned),
-                        )
-                    })
-                    .collect()
-            })
-            .unwrap_or_default(),
-    }
-}
-
-/// Compares the metadata of two checkpoints.
-pub fn diff_metadata(a: &BTreeMap<String, String>, b: &BTreeMap<String, String>) -> MetadataDiff {
-    let mut out = MetadataDiff::default();
-    for (k, va) in a {
-        match b.get(k) {
-            None => {
-                out.removed.insert(k.clone(), va.clone());
-            }
-            Some(vb) if vb != va => {
-                out.changed.insert(
-                    k.clone(),
-                    ChangedValue {
-                        a: va.clone(),
-                        b: vb.clone(),
-                    },
-                );
-            }
-            Some(_) => {}
-        }
-    }
-    for (k, vb) in b {
-        if !a.contains_key(k) {
-            out.added.insert(k.clone(), vb.clone());
-        }
-    }
-    out
-}
-
-/// A matched pair before comparison.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Pair {
-    /// A's tensor.
-    pub a: TensorRef,
-    /// B's tensor.
-    pub b: TensorRef,
-}
-
-/// Matches the tensors of two checkpoints: pairs in B's order, then the
-/// names only in A and only in B.
-pub fn match_tensors(
-    a: &Checkpoint,
-    b: &Checkpoint,
-    options: &DiffOptions,
-) -> (Vec<Pair>, Vec<String>, Vec<String>) {
-    let mut in_a: HashMap<String, TensorRef> = HashMap::with_capacity(a.tensors.len());
-    for t in &a.tensors {
-        if let Some(info) = a.info(*t) {
-            in_a.insert(match_key(&info.name, options, true), *t);
-        }
-    }
-    let mut pairs = Vec::new();
-    let mut only_b = Vec::new();
-    let mut matched: BTreeSet<String> = BTreeSet::new();
-    for t in &b.tensors {
-        let Some(info) = b.info(*t) else {
-            continue;
-        };
-        let key = match_key(&info.name, options, false);
-        match in_a.get(&key) {
-            Some(ta) => {
-                pairs.push(Pair { a: *ta, b: *t });
-                matched.insert(key);
-            }
-            None => only_b.push(info.name.clone()),
-        }
-    }
-    let mut only_a: Vec<String> = a
-        .tensors
-        .iter()
-        .filter_map(|t| a.info(*t))
-        .filter(|i| !matched.contains(&match_key(&i.name, options, true)))
-        .map(|i| i.name.clone())
-        .collect();
-    only_a.sort();
-    only_b.sort();
-    (pairs, only_a, only_b)
-}
-
-/// Running sums of one comparison.
-#[derive(Debug, Clone, Default)]
-struct Acc {
-    n_finite: u64,
-    changed: u64,
-    mismatches: u64,
-    max_abs: f64,
-    sum_abs: f64,
-    sum_sq: f64,
-    sum_aa: f64,
-    sum_bb: f64,
-    sum_ab: f64,
-    /// Counts per binary exponent e of |Δ|, at index e + [`LOG2_OFFSET`]
-    /// (allocated on first use).
-    log2: Vec<u64>,
-    zeros: u64,
-}
-
-/// Index offset of exponent 0 in [`Acc::log2`]: f64 exponents run from
-/// −1074 (smallest subnormal) to 1023.
-const LOG2_OFFSET: i32 = 1074;
-
-impl Acc {
-    fn delta(&mut self, d: f64) {
-        let m = d.abs();
-        self.n_finite += 1;
-        if m > self.max_abs {
-            self.max_abs = m;
-        }
-        self.sum_abs += m;
-        self.sum_sq += m * m;
-        if m == 0.0 {
-            self.zeros += 1;
-        } else {
-            // The exponent field gives floor(log2 m) for normal values.
-            let field = ((m.to_bits() >> 52) & 0x7ff) as i32;
-            let e = if field == 0 {
-                m.log2().floor() as i32
-            } else {
-                field - 1023
-            };
-            if self.log2.is_empty() {
-                self.log2 = vec![0; 2 * LOG2_OFFSET as usize];
-            }
-            if let Some(c) = self.log2.get_mut((e + LOG2_OFFSET) as usize) {
-                *c += 1;
-            }
-        }
-    }
-
-    /// Compares real values.
-    fn real(&mut self, a: f64, b: f64, atol: f64, rtol: f64) {
-        if a.is_finite() && b.is_finite() {
-            let d = a - b;
-            self.delta(d);
-            self.sum_aa += a * a;
-            self.sum_bb += b * b;
-            self.sum_ab += a * b;
-            if d.abs() > atol + rtol * b.abs() {
-                self.changed += 1;
-            }
-        } else {
-            let same = (a.is_nan() && b.is_nan()) || a == b;
-            if !same {
-                self.mismatches += 1;
-                self.changed += 1;
-            }
-        }
-    }
-
-    /// Compares complex values (re, im).
-    fn complex(&mut self, a: (f64, f64), b: (f64, f64), atol: f64, rtol: f64) {
-        let finite = a.0.is_finite() && a.1.is_finite() && b.0.is_finite() && b.1.is_finite();
-        if finite {
-            let d = (a.0 - b.0).hypot(a.1 - b.1);
-            self.delta(d);
-            self.sum_aa += a.0 * a.0 + a.1 * a.1;
-            self.sum_bb += b.0 * b.0 + b.1 * b.1;
-            self.sum_ab += a.0 * b.0 + a.1 * b.1;
-            if d > atol + rtol * b.0.hypot(b.1) {
-                self.changed += 1;
-            }
-        } else {
-            let same_part = |x: f64, y: f64| (x.is_nan() && y.is_nan()) || x == y;
-            if !(same_part(a.0, b.0) && same_part(a.1, b.1)) {
-                self.mismatches += 1;
-                self.changed += 1;
-            }
-        }
-    }
-}
-
-/// Compares the values of two tensors of the same shape. Returns the
-/// running sums; `progress` receives the bytes read from both sides.
-#[allow(
-    clippy::too_many_arguments,
-    reason = "the two sides' dtype and bytes, plus the run's context"
-)]
-fn compare_values(
-    dtype_a: Dtype,
-    bytes_a: &[u8],
-    dtype_b: Dtype,
-    bytes_b: &[u8],
-    numel: u64,
-    options: &DiffOptions,
-    cancel: &CancelToken,
-    progress: &Progress,
-) -> Result<Acc, Cancelled> {
-    let mut acc = Acc::default();
-    let (atol, rtol) = (options.atol, options.rtol);
-    let exact_ints = dtype_a == dtype_b
-        && matches!(
-            dtype_a.kind(),
-            DtypeKind::Signed | DtypeKind::Unsigned | DtypeKind::Bool
-        )
-        && atol == 0.0
-        && rtol == 0.0;
-    let complex = dtype_a == Dtype::C64 && dtype_b == Dtype::C64;
-    let mut va = vec![0f64; CHUNK_ELEMENTS];
-    let mut vb = vec![0f64; CHUNK_ELEMENTS];
-    let mut ia = if complex {
-        vec![0f64; CHUNK_ELEMENTS]
-    } else {
-        Vec::new()
-    };
-    let mut ib = if complex {
-        vec![0f64; CHUNK_ELEMENTS]
-    } else {
-        Vec::new()
-    };
-    let bytes_per = |d: Dtype, n: usize| (n as u64 * u64::from(d.bits())).div_ceil(8);
-    let mut first = 0u64;
-    while first < numel {
-        cancel.check()?;
-        let n = ((numel - first).min(CHUNK_ELEMENTS as u64)) as usize;
-        let (ga, gb) = if complex {
-            (
-                decode_c64(bytes_a, first, &mut va[..n], &mut ia[..n]),
-                decode_c64(bytes_b, first, &mut vb[..n], &mut ib[..n]),
-            )
-        } else {
-            (
-                decode_f64(dtype_a, bytes_a, first, &mut va[..n], options.bit_order),
-                decode_f64(dtype_b, bytes_b, first, &mut vb[..n], options.bit_order),
-            )
-        };
-        let got = ga.min(gb);
-        if got == 0 {
-            break;
-        }
-        if complex {
-            for k in 0..got {
-                acc.complex((va[k], ia[k]), (vb[k], ib[k]), atol, rtol);
-            }
-        } else if exact_ints {
-            for k in 0..got {
-                let i = first + k as u64;
-                let same = code_at(dtype_a, bytes_a, i, options.bit_order)
-                    == code_at(dtype_b, bytes_b, i, options.bit_order);
-                let d = va[k] - vb[k];
-                acc.delta(d);
-                acc.sum_aa += va[k] * va[k];
-                acc.sum_bb += vb[k] * vb[k];
-                acc.sum_ab += va[k] * vb[k];
-                if !same {
-                    acc.changed += 1;
-                }
-            }
-        } else {
-            for k in 0..got {
-                acc.real(va[k], vb[k], atol, rtol);
-            }
-        }
-        progress.add(bytes_per(dtype_a, got) + bytes_per(dtype_b, got));
-        first += got as u64;
-    }
-    Ok(acc)
-}
-
-/// Compares byte ranges in chunks, checking cancellation.
-fn bytes_equal(
-    a: &[u8],
-    b: &[u8],
-    cancel: &CancelToken,
-    progress: &Progress,
-) -> Result<bool, Cancelled> {
-    if a.len() != b.len() {
-        return Ok(false);
-    }
-    for (ca, cb) in a.chunks(8 << 20).zip(b.chunks(8 << 20)) {
-        cancel.check()?;
-        if ca != cb {
-            return Ok(false);
-        }
-        progress.add(2 * ca.len() as u64);
-    }
-    Ok(true)
-}
-
-/// Compares one pair.
-pub fn diff_pair(
-    a: &Checkpoint,
-    b: &Checkpoint,
-    pair: Pair,
-    options: &DiffOptions,
-    cancel: &CancelToken,
-    progress: &Progress,
-) -> Result<Option<TensorDiff>, Cancelled> {
-    let (Some(ia), Some(ib)) = (a.info(pair.a), b.info(pair.b)) else {
-        return Ok(None);
-    };
-    let mut out = TensorDiff {
-        name: ib.name.clone(),
-        name_a: (ia.name != ib.name).then(|| ia.name.clone()),
-        status: Status::Identical,
-        dtype_a: ia.dtype,
-        dtype_b: ib.dtype,
-        shape_a: ia.shape.clone(),
-        shape_b: ib.shape.clone(),
-        max_abs_diff: None,
-        mean_abs_diff: None,
-        rms_diff: None,
-        rel_l2: None,
-        cosine: None,
-        changed_elements: None,
-        changed_fraction: None,
-        nan_mismatches: None,
-        delta_log2_histogram: None,
-    };
-    if ia.shape != ib.shape {
-        out.status = Status::ShapeChanged;
-        progress.add(ia.nbytes + ib.nbytes);
-        return Ok(Some(out));
-    }
-    let (ba, bb) = (a.bytes(pair.a), b.bytes(pair.b));
-    if ia.dtype == ib.dtype && bytes_equal(ba, bb, cancel, progress)? {
-        out.status = Status::Identical;
-        out.max_abs_diff = Some(0.0);
-        out.mean_abs_diff = Some(0.0);
-        out.rms_diff = Some(0.0);
-        out.rel_l2 = Some(0.0);
-        out.changed_elements = Some(0);
-        out.changed_fraction = (ia.numel > 0).then_some(0.0);
-        out.nan_mismatches = Some(0);
-        return Ok(Some(out));
-    }
-    let comparable = (ia.dtype == Dtype::C64) == (ib.dtype == Dtype::C64);
-    if !comparable {
-        out.status = Status::DtypeChanged;
-        progress.add(ia.nbytes + ib.nbytes);
-        return Ok(Some(out));
-    }
-    let acc = compare_values(
-        ia.dtype, ba, ib.dtype, bb, ia.numel, options, cancel, progress,
-    )?;
-    let n = acc.n_finite;
-    let fin = |x: f64| x.is_finite().then_some(x);
-    if n > 0 {
-        out.max_abs_diff = fin(acc.max_abs);
-        out.mean_abs_diff = fin(acc.sum_abs / n as f64);
-        out.rms_diff = fin((acc.sum_sq / n as f64).sqrt());
-        let norm_a = acc.sum_aa.sqrt();
-        let norm_b = acc.sum_bb.sqrt();
-        out.rel_l2 = if norm_a > 0.0 {
-            fin(acc.sum_sq.sqrt() / norm_a)
-        } else if acc.sum_sq == 0.0 {
-            Some(0.0)
-        } else {
-            None
-        };
-        out.cosine = (norm_a > 0.0 && norm_b > 0.0)
-            .then(|| (acc.sum_ab / (norm_a * norm_b)).clamp(-1.0, 1.0));
-    }
-    out.changed_elements = Some(acc.changed);
-    out.changed_fraction = (ia.numel > 0).then(|| acc.changed as f64 / ia.numel as f64);
-    out.nan_mismatches = Some(acc.mismatches);
-    out.delta_log2_histogram = Some(DeltaLog2Histogram {
-        exponents: (0..acc.log2.len())
-            .filter(|&i| acc.log2[i] > 0)
-            .map(|i| i as i32 - LOG2_OFFSET)
-            .collect(),
-        counts: acc.log2.iter().copied().filter(|&c| c > 0).collect(),
-        zeros: acc.zeros,
-    });
-    out.status = if ia.dtype != ib.dtype {
-        Status::DtypeChanged
-    } else if acc.changed == 0 {
-        Status::Equal
-    } else {
-        Status::Changed
-    };
-    Ok(Some(out))
 }
 
 /// Diffs two checkpoints: every matched pair in parallel (rayon), the
@@ -692,155 +295,6 @@ pub fn layer_index(name: &str) -> Option<u64> {
 }
 
 /// A linear histogram: `counts.len() + 1` edges and the counts.
-pub type DeltaHistogram = (Vec<f64>, Vec<u64>);
-
-/// A linear histogram of Δ = a − b over finite pairs of one tensor pair
-/// (two passes: range, then counts), for the GUI's pair view.
-pub fn delta_histogram(
-    a: &Checkpoint,
-    b: &Checkpoint,
-    pair: Pair,
-    bins: usize,
-    options: &DiffOptions,
-    cancel: &CancelToken,
-    progress: &Progress,
-) -> Result<Option<DeltaHistogram>, Cancelled> {
-    let (Some(ia), Some(ib)) = (a.info(pair.a), b.info(pair.b)) else {
-        return Ok(None);
-    };
-    if ia.shape != ib.shape || ia.dtype == Dtype::C64 || ib.dtype == Dtype::C64 {
-        return Ok(None);
-    }
-    let (ba, bb) = (a.bytes(pair.a), b.bytes(pair.b));
-    let bins = bins.clamp(1, 4096);
-    progress.set_total(2 * (ia.nbytes + ib.nbytes));
-    let mut va = vec![0f64; CHUNK_ELEMENTS];
-    let mut vb = vec![0f64; CHUNK_ELEMENTS];
-    let mut pass = |f: &mut dyn FnMut(f64)| -> Result<(), Cancelled> {
-        let mut first = 0u64;
-        while first < ia.numel {
-            cancel.check()?;
-            let n = ((ia.numel - first).min(CHUNK_ELEMENTS as u64)) as usize;
-            let ga = decode_f64(ia.dtype, ba, first, &mut va[..n], options.bit_order);
-            let gb = decode_f64(ib.dtype, bb, first, &mut vb[..n], options.bit_order);
-            let got = ga.min(gb);
-            if got == 0 {
-                break;
-            }
-            for k in 0..got {
-                let d = va[k] - vb[k];
-                if d.is_finite() {
-                    f(d);
-                }
-            }
-            progress.add(((got as u64) * u64::from(ia.dtype.bits() + ib.dtype.bits())).div_ceil(8));
-            first += got as u64;
-        }
-        Ok(())
-    };
-    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
-    pass(&mut |d| {
-        lo = lo.min(d);
-        hi = hi.max(d);
-    })?;
-    if lo > hi {
-        return Ok(Some((Vec::new(), Vec::new())));
-    }
-    let nb = if hi > lo { bins } else { 1 };
-    let width = (hi - lo) / nb as f64;
-    let mut counts = vec![0u64; nb];
-    pass(&mut |d| {
-        let i = if width > 0.0 {
-            (((d - lo) / width) as usize).min(nb - 1)
-        } else {
-            0
-        };
-        counts[i] += 1;
-    })?;
-    let edges = (0..=nb)
-        .map(|i| if i == nb { hi } else { lo + width * i as f64 })
-        .collect();
-    Ok(Some((edges, counts)))
-}
-
-/// A downsampled map of |a − b| for one pair of the same shape: the last
-/// axis is the columns, all leading axes together the rows; each cell holds
-/// the largest |Δ| of its block (NaN where a block has no finite pair).
-#[allow(
-    clippy::many_single_char_names,
-    reason = "a and b are the two sides of the comparison"
-)]
-pub fn abs_delta_map(
-    a: &Checkpoint,
-    b: &Checkpoint,
-    pair: Pair,
-    max_side: usize,
-    options: &DiffOptions,
-    cancel: &CancelToken,
-    progress: &Progress,
-) -> Result<Option<crate::stats::heatmap::Heatmap>, Cancelled> {
-    let (Some(ia), Some(ib)) = (a.info(pair.a), b.info(pair.b)) else {
-        return Ok(None);
-    };
-    if ia.shape != ib.shape || ia.numel == 0 || ia.dtype == Dtype::C64 || ib.dtype == Dtype::C64 {
-        return Ok(None);
-    }
-    let cols = ia.shape.last().copied().unwrap_or(1).max(1);
-    let rows = ia.numel / cols;
-    let side = max_side.max(1) as u64;
-    let (height, width) = (rows.min(side) as usize, cols.min(side) as usize);
-    let mut cells = vec![f64::NAN; width * height];
-    let mut non_finite = vec![false; width * height];
-    let (ba, bb) = (a.bytes(pair.a), b.bytes(pair.b));
-    let mut va = vec![0f64; CHUNK_ELEMENTS];
-    let mut vb = vec![0f64; CHUNK_ELEMENTS];
-    progress.set_total(ia.nbytes + ib.nbytes);
-    let mut first = 0u64;
-    while first < ia.numel {
-        cancel.check()?;
-        let n = ((ia.numel - first).min(CHUNK_ELEMENTS as u64)) as usize;
-        let got = decode_f64(ia.dtype, ba, first, &mut va[..n], options.bit_order).min(decode_f64(
-            ib.dtype,
-            bb,
-            first,
-            &mut vb[..n],
-            options.bit_order,
-        ));
-        if got == 0 {
-            break;
-        }
-        for k in 0..got {
-            let i = first + k as u64;
-            let (r, c) = (i / cols, i % cols);
-            let cell = (r as u128 * height as u128 / rows as u128) as usize * width
-                + (c as u128 * width as u128 / cols as u128) as usize;
-            let d = (va[k] - vb[k]).abs();
-            if d.is_finite() {
-                if cells[cell].is_nan() || d > cells[cell] {
-                    cells[cell] = d;
-                }
-            } else if !(va[k].is_nan() && vb[k].is_nan()) && va[k] != vb[k] {
-                non_finite[cell] = true;
-            }
-        }
-        progress.add(((got as u64) * u64::from(ia.dtype.bits() + ib.dtype.bits())).div_ceil(8));
-        first += got as u64;
-    }
-    let finite = cells.iter().copied().filter(|v| v.is_finite());
-    let min = finite.clone().reduce(f64::min);
-    let max = finite.reduce(f64::max);
-    Ok(Some(crate::stats::heatmap::Heatmap {
-        width,
-        height,
-        cells,
-        non_finite,
-        min,
-        max,
-        rows,
-        cols,
-    }))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -852,28 +306,11 @@ mod tests {
             renames: vec![("w".into(), "weight".into())],
             ..DiffOptions::default()
         };
-        assert_eq!(match_key("model.x", &o, false), "x");
-        assert_eq!(match_key("model.w", &o, true), "weight");
-        assert_eq!(match_key("w", &o, false), "w");
+        assert_eq!(match_key("model.x", &o, Side::B), "x");
+        assert_eq!(match_key("model.w", &o, Side::A), "weight");
+        assert_eq!(match_key("w", &o, Side::B), "w");
         assert_eq!(layer_index("model.layers.12.mlp"), Some(12));
         assert_eq!(layer_index("embed"), None);
-    }
-
-    #[test]
-    fn accumulator_semantics() {
-        let mut acc = Acc::default();
-        acc.real(f64::NAN, f64::NAN, 0.0, 0.0);
-        acc.real(0.0, -0.0, 0.0, 0.0);
-        acc.real(f64::INFINITY, f64::INFINITY, 0.0, 0.0);
-        assert_eq!((acc.changed, acc.mismatches), (0, 0));
-        acc.real(f64::NAN, 1.0, 0.0, 0.0);
-        acc.real(1.0, 1.5, 0.0, 0.0);
-        assert_eq!((acc.changed, acc.mismatches), (2, 1));
-        assert_eq!(acc.max_abs, 0.5);
-        let mut tol = Acc::default();
-        tol.real(1.0, 1.05, 0.0, 0.1);
-        tol.real(1.0, 1.05, 0.06, 0.0);
-        assert_eq!(tol.changed, 0);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //!
 //! Every source value is first decoded exactly to f64 (F32, F16 and BF16
 //! are exact in f64), then rounded once onto the target's grid by
-//! [`round_to_grid`], which works on the f64 value itself with exact
+//! `round_to_grid`, which works on the f64 value itself with exact
 //! power-of-two scaling. We do not use `half`'s `from_f64`: in half 2.7.1
 //! it converts through f32 where the CPU has F16C (double rounding: the
 //! F64 value 1 + 2^-11 + 2^-40 becomes 1.0 instead of 1 + 2^-10) and
@@ -28,7 +28,8 @@ pub enum Overflow {
     /// F8_E4M3, ±57344 for F8_E5M2).
     #[default]
     Saturate,
-    /// Become NaN.
+    /// Become NaN. ±Inf inputs stay ±Inf in F8_E5M2, which has them, and
+    /// become NaN in F8_E4M3, which has none.
     Nan,
 }
 
@@ -67,7 +68,7 @@ pub fn is_supported(from: Dtype, to: Dtype) -> bool {
 /// What a conversion did to the values, beyond rounding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 pub struct ConversionCounts {
-    /// Values converted.
+    /// Values converted (every element of the tensor).
     pub elements: u64,
     /// Values clamped to the largest finite value ([`Overflow::Saturate`];
     /// includes ±Inf into F8_E4M3).
@@ -84,7 +85,7 @@ pub struct ConversionCounts {
 }
 
 impl ConversionCounts {
-    /// Adds another tensor's counts.
+    /// Adds another tensor's counts (for the report's totals).
     pub fn add(&mut self, other: &ConversionCounts) {
         self.elements += other.elements;
         self.saturated += other.saturated;
@@ -213,7 +214,7 @@ impl Converter {
         CONVERT_TO.contains(&to).then_some(Self { to, overflow })
     }
 
-    /// Bytes per output element.
+    /// Bytes per output element (every target is a whole number of bytes).
     pub fn width(self) -> usize {
         (self.to.bits() / 8) as usize
     }

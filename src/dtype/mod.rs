@@ -40,7 +40,7 @@ pub enum Dtype {
     U16,
     /// IEEE 754 half precision.
     F16,
-    /// bfloat16: 1-8-7.
+    /// bfloat16: sign, 8 exponent bits, 7 mantissa bits (f32's top half).
     BF16,
     /// Signed 32-bit integer.
     I32,
@@ -61,15 +61,15 @@ pub enum Dtype {
 /// The broad family a dtype belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DtypeKind {
-    /// Boolean.
+    /// Boolean: one byte per element, true when non-zero.
     Bool,
-    /// Unsigned integer.
+    /// Unsigned integer: U8, U16, U32, U64.
     Unsigned,
-    /// Signed integer.
+    /// Signed integer (two's complement): I8, I16, I32, I64.
     Signed,
     /// Real floating point (including the sub-byte and 8-bit formats).
     Float,
-    /// Complex floating point.
+    /// Complex floating point: C64, two f32 (real, then imaginary).
     Complex,
 }
 
@@ -192,6 +192,15 @@ impl Dtype {
         matches!(self.kind(), DtypeKind::Float) && self.bits() <= 8
     }
 
+    /// True for the dtypes NumPy has no type of its own for, only the
+    /// `ml_dtypes` package: BF16, the F8s, the F6s and F4. Exports write
+    /// their values as float32 or, on request, their raw integer codes
+    /// (see [`crate::export::Encoding`]); every other dtype has a native
+    /// NumPy type and is written as it is.
+    pub const fn needs_ml_dtypes(self) -> bool {
+        self.is_small_float() || matches!(self, Dtype::BF16)
+    }
+
     /// Position in [`Dtype::WRITER_ORDER`] (0 is written first).
     pub fn writer_rank(self) -> usize {
         Self::WRITER_ORDER
@@ -231,6 +240,28 @@ pub struct UnknownDtype(pub String);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ml_dtypes_only_types() {
+        let only: Vec<Dtype> = Dtype::ALL
+            .into_iter()
+            .filter(|d| d.needs_ml_dtypes())
+            .collect();
+        assert_eq!(
+            only,
+            [
+                Dtype::F4,
+                Dtype::F6E2M3,
+                Dtype::F6E3M2,
+                Dtype::F8E5M2,
+                Dtype::F8E4M3,
+                Dtype::F8E8M0,
+                Dtype::F8E4M3Fnuz,
+                Dtype::F8E5M2Fnuz,
+                Dtype::BF16,
+            ]
+        );
+    }
 
     #[test]
     fn names_round_trip_and_are_case_sensitive() {

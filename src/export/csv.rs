@@ -1,15 +1,19 @@
 //! Text of one element for `.csv` export: integers exact, floats in the
 //! shortest form that reads back to the same value (`1.5`, `1e-7`,
 //! `-0.0`, `nan`, `inf`, `-inf`), complex numbers as `re+imj` (numpy's and
-//! Python's complex syntax), booleans as 0/1.
+//! Python's complex syntax), booleans as 0/1; and the rows of a whole
+//! tensor, streamed ([`write_csv`]).
 
 use std::fmt::Write as _;
+use std::io::{self, Write};
 
 use half::{bf16, f16};
 
-use super::Encoding;
+use super::{CHUNK_ELEMENTS, Encoding, ExportOptions, TensorView};
 use crate::dtype::Dtype;
-use crate::dtype::decode::code_table_f32;
+use crate::dtype::decode::{code_at, code_table_f32};
+use crate::fsio::write_chunk;
+use crate::jobs::{CancelToken, Progress};
 
 /// Appends the text of the element whose raw code is `code` (as
 /// [`crate::dtype::decode::code_at`] returns it).
@@ -89,6 +93,47 @@ fn push_f64(out: &mut String, v: f64) {
     } else {
         let _ = write!(out, "{v:?}");
     }
+}
+
+/// The `.csv` text of a tensor: one row per index of the first axis,
+/// written a chunk of elements at a time.
+pub(super) fn write_csv(
+    w: &mut dyn Write,
+    view: TensorView<'_>,
+    opts: &ExportOptions,
+    elements: u64,
+    cancel: &CancelToken,
+    progress: &Progress,
+) -> io::Result<()> {
+    // With no elements there is nothing to write (not even the empty rows
+    // of a [n, 0] tensor: n may be 2^63). Otherwise every dimension is at
+    // least 1 and the row length is at most the element count.
+    if elements == 0 {
+        return Ok(());
+    }
+    let row_len: u64 = view
+        .shape
+        .get(1..)
+        .unwrap_or_default()
+        .iter()
+        .fold(1u64, |a, &d| a.saturating_mul(d))
+        .max(1);
+    // One chunk of text per CHUNK_ELEMENTS elements (at most ~25 bytes
+    // each), written and counted as elements done.
+    let mut text = String::with_capacity(1 << 20);
+    let mut first = 0u64;
+    while first < elements {
+        let n = (elements - first).min(CHUNK_ELEMENTS as u64);
+        text.clear();
+        for i in first..first + n {
+            let code = code_at(view.dtype, view.bytes, i, opts.bit_order).unwrap_or(0);
+            push_element(&mut text, view.dtype, code, opts.encoding);
+            text.push(if (i + 1) % row_len == 0 { '\n' } else { ',' });
+        }
+        write_chunk(w, text.as_bytes(), n, cancel, progress)?;
+        first += n;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

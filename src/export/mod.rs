@@ -23,7 +23,7 @@
 //!
 //! `.npy`, `.csv` and `.bin` stream: memory use is a fixed buffer whatever
 //! the tensor's size. Every file is written to a temporary file beside the
-//! target, synced and renamed ([`crate::format::write::atomic_write`]).
+//! target, synced and renamed ([`crate::fsio::atomic_write`]).
 //!
 //! From the GUI (the selected tensor and the heatmap view it shows):
 //!
@@ -45,6 +45,7 @@
 //! ```
 
 mod csv;
+mod heatmap_png;
 pub mod npy;
 pub mod png;
 
@@ -52,11 +53,11 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use crate::dtype::Dtype;
-use crate::dtype::decode::{BitOrder, code_at, decode_f32};
-use crate::format::write::{ShortWriter, WriteError, atomic_write, cancelled_io_error, same_file};
+use crate::dtype::decode::BitOrder;
 use crate::format::{Checkpoint, LoadError, TensorRef};
+use crate::fsio::{FileError, ShortWriter, atomic_write, copy_chunked, same_file};
 use crate::jobs::{CancelToken, Progress};
-use crate::stats::heatmap::{self, HeatmapError, HeatmapRequest, Pooling};
+use crate::stats::heatmap::{HeatmapError, HeatmapRequest};
 
 /// CSV exports above this many elements are refused unless forced.
 pub const CSV_MAX_ELEMENTS: u64 = 10_000_000;
@@ -64,25 +65,26 @@ pub const CSV_MAX_ELEMENTS: u64 = 10_000_000;
 pub const PNG_MAX_SIDE: usize = 1024;
 /// Smaller heatmaps are enlarged by a whole factor up to this many pixels.
 const PNG_MIN_PIXELS: usize = 256;
-/// Elements per streamed chunk.
+/// Elements per streamed chunk: the unit of cancellation checks and of
+/// progress for the converted formats.
 const CHUNK_ELEMENTS: usize = 64 * 1024;
 
 /// A file format to export to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ExportFormat {
-    /// NumPy `.npy`.
+    /// NumPy `.npy`, version 1.0 (2.0 for a header over 64 KiB).
     Npy,
-    /// Comma-separated values.
+    /// Comma-separated values, one row per index of the first axis.
     Csv,
-    /// Raw bytes as stored.
+    /// The tensor's bytes exactly as stored (little-endian, F4/F6 packed).
     Bin,
-    /// PNG heatmap.
+    /// A PNG heatmap of the values (pooled, at most [`PNG_MAX_SIDE`] cells a side).
     Png,
 }
 
 impl ExportFormat {
-    /// Every format.
+    /// Every format, in the order the GUI offers them.
     pub const ALL: [ExportFormat; 4] = [
         ExportFormat::Npy,
         ExportFormat::Csv,
@@ -133,18 +135,19 @@ pub enum SizeLimit {
     /// Refuse CSV exports above the limit.
     #[default]
     Enforce,
-    /// Write them anyway.
+    /// Write them anyway (`--force`), however large the file gets.
     Ignore,
 }
 
-/// How to export.
+/// How to export; `Default` takes the format from the extension and writes
+/// values.
 #[derive(Debug, Clone)]
 pub struct ExportOptions {
     /// The format; `None` takes it from the output's extension.
     pub format: Option<ExportFormat>,
     /// Values or raw codes (`.npy`, `.csv`).
     pub encoding: Encoding,
-    /// Whether `csv_max_elements` applies.
+    /// Whether `csv_max_elements` applies (the other formats have no limit).
     pub size_limit: SizeLimit,
     /// The CSV size limit in elements.
     pub csv_max_elements: u64,
@@ -178,9 +181,9 @@ impl Default for ExportOptions {
 pub struct TensorView<'a> {
     /// Name (for the report and the PNG's title).
     pub name: &'a str,
-    /// Element type.
+    /// Element type, which decides the `.npy` descr and the decoding.
     pub dtype: Dtype,
-    /// Shape.
+    /// Shape: `.csv` rows follow its first axis, `.npy` keeps it.
     pub shape: &'a [u64],
     /// The bytes, `numel × bits / 8` of them.
     pub bytes: &'a [u8],
@@ -193,46 +196,47 @@ pub struct PngReport {
     pub width: usize,
     /// Image height in pixels.
     pub height: usize,
-    /// Heatmap cells per row.
+    /// Heatmap cells per row (at most the request's `max_side`).
     pub cells_wide: usize,
     /// Heatmap rows of cells.
     pub cells_high: usize,
-    /// Pixels per cell side.
+    /// Pixels per cell side: small maps are enlarged by this whole factor.
     pub scale: usize,
     /// Tensor rows shown (along the vertical axis).
     pub rows: u64,
-    /// Tensor columns shown.
+    /// Tensor columns shown (all axes after the first, unless a view was
+    /// given).
     pub cols: u64,
     /// Smallest finite cell value (the colour map's low end).
     pub min: Option<f64>,
-    /// Largest finite cell value.
+    /// Largest finite cell value (the colour map's high end).
     pub max: Option<f64>,
 }
 
-/// What was exported.
+/// What was exported: what the CLI reports and the GUI shows.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ExportReport {
-    /// The written file.
+    /// The written file, after its rename into place.
     pub path: PathBuf,
-    /// Its format.
+    /// The format written (from the options or the extension).
     pub format: ExportFormat,
-    /// The tensor's name.
+    /// The tensor's name (for the report; not escaped).
     pub tensor: String,
-    /// The tensor's dtype.
+    /// The tensor's dtype in the checkpoint (not the output's `.npy` type).
     pub dtype: Dtype,
-    /// The tensor's shape.
+    /// The tensor's shape in the checkpoint.
     pub shape: Vec<u64>,
-    /// Elements written.
+    /// Elements written (every element: exports never sample).
     pub elements: u64,
-    /// Values or raw codes.
+    /// Values or raw codes, as asked (see [`Encoding`]).
     pub encoding: Encoding,
     /// The `.npy` data type (`<f4`, `|u1`, …).
     pub npy_descr: Option<&'static str>,
-    /// The `.npy` format version.
+    /// The `.npy` format version written: (1, 0), or (2, 0) for a large header.
     pub npy_version: Option<(u8, u8)>,
-    /// The `.png` heatmap.
+    /// The `.png` heatmap's geometry and range; `None` for other formats.
     pub png: Option<PngReport>,
-    /// Bytes written.
+    /// Bytes of the output file, headers included.
     pub bytes_written: u64,
 }
 
@@ -242,7 +246,7 @@ pub enum ExportError {
     /// The output's extension names no known format.
     #[error("cannot tell the format from the extension {extension:?}; use .npy, .csv, .bin or .png: {}", path.display())]
     UnknownFormat {
-        /// The output path.
+        /// The output path, as given.
         path: PathBuf,
         /// Its extension (lowercase; empty when none).
         extension: String,
@@ -254,27 +258,27 @@ pub enum ExportError {
     CsvTooLarge {
         /// Elements of the tensor.
         elements: u64,
-        /// The limit.
+        /// The limit in elements ([`CSV_MAX_ELEMENTS`] unless changed).
         limit: u64,
     },
     /// Raw codes asked for a format that has none.
     #[error("raw codes apply to .npy and .csv; .{} is written as {}", format.extension(), match format { ExportFormat::Bin => "stored bytes already", _ => "a heatmap of values" })]
     RawNotApplicable {
-        /// The format.
+        /// The format asked for (`.bin` or `.png`).
         format: ExportFormat,
     },
     /// The bytes do not match the dtype and shape.
     #[error("tensor {name:?}: {dtype} {shape:?} needs {expected} bytes, got {found}")]
     SizeMismatch {
-        /// The tensor.
+        /// The tensor whose bytes do not fit.
         name: String,
-        /// Its dtype.
+        /// The dtype, with the shape, that says how many bytes it needs.
         dtype: Dtype,
-        /// Its shape.
+        /// The shape.
         shape: Vec<u64>,
         /// Bytes needed (`None` when not whole or overflowing).
         expected: String,
-        /// Bytes given.
+        /// Bytes the caller gave.
         found: usize,
     },
     /// The heatmap cannot be drawn (an empty tensor, a bad axis).
@@ -283,7 +287,7 @@ pub enum ExportError {
     /// The output is a file of the source checkpoint.
     #[error("refusing to overwrite a file of the checkpoint being read ({}); export under another name: {}", source_file.display(), output.display())]
     WouldOverwriteSource {
-        /// The output path.
+        /// The output path, as given (a link or another name of the source).
         output: PathBuf,
         /// The source file it is.
         source_file: PathBuf,
@@ -296,7 +300,7 @@ pub enum ExportError {
     Load(LoadError),
     /// Writing failed; the target was not changed.
     #[error(transparent)]
-    Write(WriteError),
+    Write(FileError),
     /// Cancelled; the target was not changed.
     #[error("cancelled; no file was changed")]
     Cancelled,
@@ -314,7 +318,7 @@ impl ExportError {
             ExportError::WouldOverwriteSource { .. } => "WouldOverwriteSource",
             ExportError::NoSuchTensor => "UnknownTensor",
             ExportError::Load(e) => e.kind(),
-            ExportError::Write(e) => crate::resave::write_kind(e),
+            ExportError::Write(e) => e.kind(),
             ExportError::Cancelled => "Cancelled",
         }
     }
@@ -323,7 +327,7 @@ impl ExportError {
     pub fn path(&self) -> Option<&Path> {
         match self {
             ExportError::UnknownFormat { path, .. }
-            | ExportError::Write(WriteError::Io { path, .. }) => Some(path),
+            | ExportError::Write(FileError::Io { path, .. }) => Some(path),
             ExportError::WouldOverwriteSource { output, .. } => Some(output),
             ExportError::Load(e) => Some(e.path()),
             _ => None,
@@ -331,11 +335,11 @@ impl ExportError {
     }
 }
 
-impl From<WriteError> for ExportError {
-    fn from(e: WriteError) -> Self {
+impl From<FileError> for ExportError {
+    fn from(e: FileError) -> Self {
         match e {
-            WriteError::Cancelled => ExportError::Cancelled,
-            other => ExportError::Write(other),
+            FileError::Cancelled => ExportError::Cancelled,
+            other @ FileError::Io { .. } => ExportError::Write(other),
         }
     }
 }
@@ -423,9 +427,9 @@ pub fn export_view(
             report.bytes_written = write_streamed(out, opts, |w| {
                 w.write_all(&header)?;
                 if copied {
-                    copy_bytes(w, view.bytes, cancel, progress)
+                    copy_chunked(w, view.bytes, cancel, progress)
                 } else {
-                    npy_converted(w, view, opts, elements, cancel, progress)
+                    npy::write_converted(w, view, opts, elements, cancel, progress)
                 }
             })?;
         }
@@ -438,16 +442,16 @@ pub fn export_view(
             }
             progress.set_total(elements);
             report.bytes_written = write_streamed(out, opts, |w| {
-                write_csv(w, view, opts, elements, cancel, progress)
+                csv::write_csv(w, view, opts, elements, cancel, progress)
             })?;
         }
         ExportFormat::Bin => {
             progress.set_total(view.bytes.len() as u64);
             report.bytes_written =
-                write_streamed(out, opts, |w| copy_bytes(w, view.bytes, cancel, progress))?;
+                write_streamed(out, opts, |w| copy_chunked(w, view.bytes, cancel, progress))?;
         }
         ExportFormat::Png => {
-            let (png, info) = png_bytes(view, opts, cancel, progress)?;
+            let (png, info) = heatmap_png::png_bytes(view, opts, cancel, progress)?;
             report.png = Some(info);
             report.bytes_written = write_streamed(out, opts, |w| w.write_all(&png))?;
         }
@@ -507,210 +511,6 @@ fn write_streamed(
         Ok(())
     })?;
     Ok(written)
-}
-
-fn copy_bytes(
-    w: &mut dyn Write,
-    bytes: &[u8],
-    cancel: &CancelToken,
-    progress: &Progress,
-) -> io::Result<()> {
-    for chunk in bytes.chunks(8 << 20) {
-        if cancel.is_cancelled() {
-            return Err(cancelled_io_error());
-        }
-        w.write_all(chunk)?;
-        progress.add(chunk.len() as u64);
-    }
-    Ok(())
-}
-
-/// The `.npy` data of dtypes that are not copied: BOOL normalised to 0/1,
-/// small floats and BF16 as float32, F4/F6 codes unpacked to bytes.
-fn npy_converted(
-    w: &mut dyn Write,
-    view: TensorView<'_>,
-    opts: &ExportOptions,
-    elements: u64,
-    cancel: &CancelToken,
-    progress: &Progress,
-) -> io::Result<()> {
-    let bytes_per_element = f64::from(view.dtype.bits()) / 8.0;
-    let mut values = vec![0f32; CHUNK_ELEMENTS];
-    let mut out: Vec<u8> = Vec::with_capacity(CHUNK_ELEMENTS * 4);
-    let mut first = 0u64;
-    while first < elements {
-        if cancel.is_cancelled() {
-            return Err(cancelled_io_error());
-        }
-        let n = (elements - first).min(CHUNK_ELEMENTS as u64) as usize;
-        out.clear();
-        match (view.dtype, opts.encoding) {
-            (Dtype::Bool, _) => {
-                let start = first as usize;
-                let chunk = view.bytes.get(start..start + n).unwrap_or_default();
-                out.extend(chunk.iter().map(|&b| u8::from(b != 0)));
-            }
-            (_, Encoding::RawCodes) => {
-                // F4 and F6: one code per byte.
-                out.extend((first..first + n as u64).map(|i| {
-                    code_at(view.dtype, view.bytes, i, opts.bit_order).unwrap_or(0) as u8
-                }));
-            }
-            _ => {
-                let got = decode_f32(
-                    view.dtype,
-                    view.bytes,
-                    first,
-                    &mut values[..n],
-                    opts.bit_order,
-                )
-                .unwrap_or(0);
-                for v in &values[..got] {
-                    out.extend_from_slice(&v.to_le_bytes());
-                }
-            }
-        }
-        if out.is_empty() {
-            // The size was checked, so this cannot happen; never loop forever.
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "the tensor's bytes end early",
-            ));
-        }
-        w.write_all(&out)?;
-        progress.add((n as f64 * bytes_per_element) as u64);
-        first += n as u64;
-    }
-    Ok(())
-}
-
-fn write_csv(
-    w: &mut dyn Write,
-    view: TensorView<'_>,
-    opts: &ExportOptions,
-    elements: u64,
-    cancel: &CancelToken,
-    progress: &Progress,
-) -> io::Result<()> {
-    // With no elements there is nothing to write (not even the empty rows
-    // of a [n, 0] tensor: n may be 2^63). Otherwise every dimension is at
-    // least 1 and the row length is at most the element count.
-    if elements == 0 {
-        return Ok(());
-    }
-    let row_len: u64 = view
-        .shape
-        .get(1..)
-        .unwrap_or_default()
-        .iter()
-        .fold(1u64, |a, &d| a.saturating_mul(d))
-        .max(1);
-    let mut text = String::with_capacity(1 << 20);
-    for i in 0..elements {
-        if i % CHUNK_ELEMENTS as u64 == 0 {
-            if cancel.is_cancelled() {
-                return Err(cancelled_io_error());
-            }
-            if i > 0 {
-                progress.add(CHUNK_ELEMENTS as u64);
-            }
-        }
-        let code = code_at(view.dtype, view.bytes, i, opts.bit_order).unwrap_or(0);
-        csv::push_element(&mut text, view.dtype, code, opts.encoding);
-        text.push(if (i + 1) % row_len == 0 { '\n' } else { ',' });
-        if text.len() >= 1 << 20 {
-            w.write_all(text.as_bytes())?;
-            text.clear();
-        }
-    }
-    w.write_all(text.as_bytes())?;
-    progress.add(elements % CHUNK_ELEMENTS as u64);
-    Ok(())
-}
-
-fn png_bytes(
-    view: TensorView<'_>,
-    opts: &ExportOptions,
-    cancel: &CancelToken,
-    progress: &Progress,
-) -> Result<(Vec<u8>, PngReport), ExportError> {
-    let (shape, request) = if let Some(req) = &opts.heatmap {
-        (view.shape.to_vec(), req.clone())
-    } else {
-        let shape = match view.shape {
-            [] | [_] => view.shape.to_vec(),
-            // Saturating: a shape such as [0, 2^40, 2^40] is valid (no
-            // elements) and has nothing to draw either way.
-            [first, rest @ ..] => vec![*first, rest.iter().fold(1u64, |a, &d| a.saturating_mul(d))],
-        };
-        let req = HeatmapRequest {
-            row_axis: 0,
-            col_axis: 1,
-            fixed: Vec::new(),
-            pooling: Pooling::MaxAbs,
-            max_side: PNG_MAX_SIDE,
-            order: opts.bit_order,
-        };
-        (shape, req)
-    };
-    let map = heatmap::compute(view.dtype, &shape, view.bytes, &request, cancel, progress)?;
-    let scale = (PNG_MIN_PIXELS / map.width.max(map.height).max(1)).max(1);
-    let cells = map.to_rgb();
-    let (width, height) = (map.width * scale, map.height * scale);
-    let mut rgb = Vec::with_capacity(width * height * 3);
-    for row in cells.chunks(map.width * 3) {
-        let mut line = Vec::with_capacity(width * 3);
-        for px in row.chunks(3) {
-            for _ in 0..scale {
-                line.extend_from_slice(px);
-            }
-        }
-        for _ in 0..scale {
-            rgb.extend_from_slice(&line);
-        }
-    }
-    let shape_text: Vec<String> = view.shape.iter().map(u64::to_string).collect();
-    let range = match (map.min, map.max) {
-        (Some(lo), Some(hi)) => format!("{lo:?} .. {hi:?}"),
-        _ => "no finite value".into(),
-    };
-    let comment = format!(
-        "{} [{}]; {} x {} elements in {} x {} cells ({} pooling); range {range}; grey = no finite value",
-        view.dtype,
-        shape_text.join(", "),
-        map.rows,
-        map.cols,
-        map.height,
-        map.width,
-        match request.pooling {
-            Pooling::MaxAbs => "max |x|",
-            Pooling::Mean => "mean",
-        },
-    );
-    let png = png::encode_rgb(
-        width,
-        height,
-        &rgb,
-        &[
-            ("Software", "Tensorscope"),
-            ("Title", view.name),
-            ("Comment", &comment),
-        ],
-    )
-    .ok_or(ExportError::Heatmap(HeatmapError::Empty))?;
-    let report = PngReport {
-        width,
-        height,
-        cells_wide: map.width,
-        cells_high: map.height,
-        scale,
-        rows: map.rows,
-        cols: map.cols,
-        min: map.min,
-        max: map.max,
-    };
-    Ok((png, report))
 }
 
 #[cfg(test)]

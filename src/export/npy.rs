@@ -3,11 +3,18 @@
 //! and a newline so the data starts at a multiple of 64 bytes. Version 1.0
 //! (2-byte header length) when the header fits 65535 bytes, else 2.0
 //! (4-byte length), as `numpy.lib.format` does.
+//!
+//! Also the data of the dtypes numpy has no type for, converted on the way
+//! (`write_converted`); the others are copied as they are.
 
 use std::fmt::Write as _;
+use std::io::{self, Write};
 
-use super::Encoding;
+use super::{CHUNK_ELEMENTS, Encoding, ExportOptions, TensorView};
 use crate::dtype::Dtype;
+use crate::dtype::decode::{code_at, decode_f32};
+use crate::fsio::write_chunk;
+use crate::jobs::{CancelToken, Progress};
 
 /// The magic string every `.npy` file starts with.
 pub const MAGIC: &[u8; 6] = b"\x93NUMPY";
@@ -90,6 +97,64 @@ pub fn header(descr: &str, shape: &[u64]) -> (Vec<u8>, (u8, u8)) {
     // A shape has at most as many dims as the 100 MB safetensors header can
     // hold, so version 2.0's 4-byte length always fits.
     (Vec::new(), (2, 0))
+}
+
+/// The `.npy` data of dtypes that are not copied: BOOL normalised to 0/1,
+/// small floats and BF16 as float32, F4/F6 codes unpacked to bytes.
+pub(super) fn write_converted(
+    w: &mut dyn Write,
+    view: TensorView<'_>,
+    opts: &ExportOptions,
+    elements: u64,
+    cancel: &CancelToken,
+    progress: &Progress,
+) -> io::Result<()> {
+    let bytes_per_element = f64::from(view.dtype.bits()) / 8.0;
+    let mut values = vec![0f32; CHUNK_ELEMENTS];
+    let mut out: Vec<u8> = Vec::with_capacity(CHUNK_ELEMENTS * 4);
+    let mut first = 0u64;
+    while first < elements {
+        let n = (elements - first).min(CHUNK_ELEMENTS as u64) as usize;
+        out.clear();
+        match (view.dtype, opts.encoding) {
+            (Dtype::Bool, _) => {
+                let start = first as usize;
+                let chunk = view.bytes.get(start..start + n).unwrap_or_default();
+                out.extend(chunk.iter().map(|&b| u8::from(b != 0)));
+            }
+            (_, Encoding::RawCodes) => {
+                // F4 and F6: one code per byte.
+                out.extend((first..first + n as u64).map(|i| {
+                    code_at(view.dtype, view.bytes, i, opts.bit_order).unwrap_or(0) as u8
+                }));
+            }
+            _ => {
+                let got = decode_f32(
+                    view.dtype,
+                    view.bytes,
+                    first,
+                    &mut values[..n],
+                    opts.bit_order,
+                )
+                .unwrap_or(0);
+                for v in &values[..got] {
+                    out.extend_from_slice(&v.to_le_bytes());
+                }
+            }
+        }
+        if out.is_empty() {
+            // The size was checked, so this cannot happen; never loop forever.
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the tensor's bytes end early",
+            ));
+        }
+        // Progress counts source bytes, as the copied dtypes do.
+        let work = (n as f64 * bytes_per_element) as u64;
+        write_chunk(w, &out, work, cancel, progress)?;
+        first += n as u64;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! at most a few megabytes, so compression is not worth a dependency; any
 //! PNG reader decodes stored blocks.
 
-/// The PNG signature.
+/// The eight bytes every PNG file starts with.
 pub const SIGNATURE: [u8; 8] = [0x89, b'P', b'N', b'G', b'\r', b'\n', 0x1a, b'\n'];
 
 /// The CRC-32 (ISO 3309, as PNG uses it) lookup table.

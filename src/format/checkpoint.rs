@@ -14,12 +14,12 @@ pub const INDEX_FILE_NAME: &str = "model.safetensors.index.json";
 /// Index files larger than this are refused rather than read into memory.
 const MAX_INDEX_BYTES: u64 = 512 * 1024 * 1024;
 
-/// What was opened.
+/// What was opened: one file, or a shard index and its shards.
 #[derive(Debug)]
 pub enum CheckpointKind {
-    /// One safetensors file.
+    /// One safetensors file: [`Checkpoint::shards`] holds it alone.
     Single,
-    /// A shard index.
+    /// A shard index (`model.safetensors.index.json`) and the shards it names.
     Sharded {
         /// The index's `metadata` object (`null` when absent).
         metadata: serde_json::Value,
@@ -34,14 +34,14 @@ pub struct Shard {
     /// The shard's name as the index writes it (the file name for a single
     /// file).
     pub name: String,
-    /// The opened file.
+    /// The opened file: mapped, its header validated.
     pub file: SafetensorsFile,
 }
 
 /// Where a tensor of the checkpoint lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TensorRef {
-    /// Index into [`Checkpoint::shards`].
+    /// Index into [`Checkpoint::shards`] (0 for a single file).
     pub shard: usize,
     /// Index into that shard's header tensors.
     pub index: usize,
@@ -50,9 +50,9 @@ pub struct TensorRef {
 /// Something worth telling the user that does not make the checkpoint invalid.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Warning {
-    /// A stable identifier.
+    /// A stable identifier for JSON output (`DuplicateTensor`, …).
     pub kind: &'static str,
-    /// What was found.
+    /// What was found, for people.
     pub message: String,
     /// The tensor concerned, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -62,7 +62,8 @@ pub struct Warning {
     pub shard: Option<String>,
 }
 
-/// An opened, validated checkpoint.
+/// An opened, validated checkpoint: one file or every shard of an index,
+/// mapped read-only, with its tensors in offset order.
 #[derive(Debug)]
 pub struct Checkpoint {
     /// The path that was opened: a file or an index (a folder resolves to

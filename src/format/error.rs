@@ -15,7 +15,7 @@ pub enum ForeignFormat {
     Pickle,
     /// A GGUF model file (llama.cpp).
     Gguf,
-    /// A NumPy `.npy` array.
+    /// A NumPy `.npy` array (`\x93NUMPY`).
     Npy,
     /// An HDF5 file (Keras `.h5`).
     Hdf5,
@@ -81,7 +81,7 @@ pub enum FormatError {
     /// Check 4: the header runs past the end of the file.
     #[error("{}", with_detected(format!("header length {header_size} needs bytes 8..{} but the file has {file_size} bytes", header_size.saturating_add(8)), *detected))]
     InvalidHeaderLength {
-        /// The header length N.
+        /// The header length N read from bytes 0..8.
         header_size: u64,
         /// Length of the file in bytes.
         file_size: u64,
@@ -116,7 +116,7 @@ pub enum FormatError {
     InvalidOffset {
         /// The tensor whose offsets are wrong.
         tensor: String,
-        /// Its `data_offsets` as written.
+        /// Its `data_offsets` as written (relative to the data buffer).
         data_offsets: [u64; 2],
         /// Where it should begin: the end of the previous tensor (0 first).
         expected_begin: u64,
@@ -124,13 +124,13 @@ pub enum FormatError {
     /// Checks 8-9: the element count or the size in bits overflows 64 bits.
     #[error("tensor {tensor:?}: {} of shape {shape:?} ({dtype}) overflows 64 bits", match stage { OverflowStage::Elements => "element count", OverflowStage::Bits => "size in bits" })]
     ValidationOverflow {
-        /// The tensor.
+        /// The tensor's name (after JSON unescaping).
         tensor: String,
-        /// Its dtype.
+        /// Its dtype, which sets the bits per element.
         dtype: Dtype,
-        /// Its shape.
+        /// Its shape, as written.
         shape: Vec<u64>,
-        /// Which product overflowed.
+        /// Which product overflowed: the element count or the size in bits.
         stage: OverflowStage,
     },
     /// Check 10: the tensor's size in bits is not a whole number of bytes.
@@ -138,35 +138,35 @@ pub enum FormatError {
         "tensor {tensor:?}: {elements} elements of {dtype} are {bits} bits, not a whole number of bytes"
     )]
     MisalignedSlice {
-        /// The tensor.
+        /// The tensor's name (after JSON unescaping).
         tensor: String,
-        /// Its dtype.
+        /// Its dtype, which sets the bits per element.
         dtype: Dtype,
-        /// Its element count.
+        /// Its element count (the product of the shape).
         elements: u64,
-        /// Its size in bits.
+        /// Its size in bits: elements × bits per element.
         bits: u64,
     },
     /// Check 11: the byte range does not match dtype × shape.
     #[error("tensor {tensor:?}: data_offsets [{}, {}] span {found_bytes} bytes but {dtype} {shape:?} needs {expected_bytes}", data_offsets[0], data_offsets[1])]
     TensorInvalidInfo {
-        /// The tensor.
+        /// The tensor's name (after JSON unescaping).
         tensor: String,
-        /// Its dtype.
+        /// Its dtype, which sets the bits per element.
         dtype: Dtype,
-        /// Its shape.
+        /// Its shape, as written.
         shape: Vec<u64>,
-        /// Its `data_offsets`.
+        /// Its `data_offsets` as written (relative to the data buffer).
         data_offsets: [u64; 2],
         /// Bytes its dtype and shape need.
         expected_bytes: u64,
-        /// Bytes its offsets span.
+        /// Bytes its offsets span (end − begin).
         found_bytes: u64,
     },
     /// Check 12: the byte buffer is not exactly as long as the tensors need.
     #[error("{}", incomplete_buffer(*header_size, *data_end, *file_size))]
     MetadataIncompleteBuffer {
-        /// The header length N.
+        /// The header length N read from bytes 0..8.
         header_size: u64,
         /// The end of the last tensor's data (relative to the buffer).
         data_end: u64,
@@ -308,29 +308,29 @@ pub enum FormatWarning {
     },
     /// The header has whitespace before its opening `{`.
     LeadingWhitespace {
-        /// How many whitespace bytes.
+        /// How many whitespace bytes precede the `{`.
         bytes: usize,
     },
     /// A key appears more than once in `__metadata__`; the last wins.
     DuplicateMetadataKey {
-        /// The repeated key.
+        /// The repeated key (the last value is kept).
         key: String,
     },
     /// A tensor entry is a JSON array `[dtype, shape, data_offsets]`.
     TensorAsArray {
-        /// The tensor.
+        /// The tensor's name (after JSON unescaping).
         name: String,
     },
     /// A dtype is written as a one-key object such as `{"F32": null}`.
     DtypeAsObject {
-        /// The tensor.
+        /// The tensor's name (after JSON unescaping).
         name: String,
     },
     /// A tensor entry has fields other than dtype, shape and `data_offsets`.
     UnknownFields {
-        /// The tensor.
+        /// The tensor's name (after JSON unescaping).
         name: String,
-        /// The ignored field names.
+        /// The field names the reader ignored, in file order.
         fields: Vec<String>,
     },
 }

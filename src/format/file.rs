@@ -55,7 +55,7 @@ impl SafetensorsFile {
         &self.path
     }
 
-    /// The validated header.
+    /// The validated header: its tensors are in offset order and inside the file.
     pub fn header(&self) -> &Header {
         &self.header
     }

@@ -13,7 +13,7 @@ pub struct Mapping {
 }
 
 impl Mapping {
-    /// Maps `file` read-only.
+    /// Maps `file` read-only; an empty file gets an empty slice, not a map.
     pub fn map(file: &File) -> io::Result<Self> {
         let len = file.metadata()?.len();
         if len == 0 {
@@ -29,7 +29,7 @@ impl Mapping {
         Ok(Self { map: Some(map) })
     }
 
-    /// The mapped bytes.
+    /// The mapped bytes: the whole file as it was when mapped.
     pub fn bytes(&self) -> &[u8] {
         self.map.as_deref().unwrap_or(&[])
     }

@@ -1,11 +1,11 @@
 //! The safetensors format: header types, the validating reader, sharded
 //! checkpoints, and their errors.
 //!
-//! [`parse`] reproduces the reference implementation's verdict on every
+//! [`parse()`] reproduces the reference implementation's verdict on every
 //! input (FORMAT.md); [`Checkpoint::open`] opens a file, a shard index or a
-//! folder holding one. [`write`] writes files the way the reference writer
-//! lays them out, and [`resave`] re-saves a checkpoint (subset, renames,
-//! metadata edits, [`convert`]ed dtypes, re-sharding) safely.
+//! folder holding one. [`write`](mod@write) writes files the way the reference writer
+//! lays them out; [`crate::resave`] re-saves a checkpoint (subset, renames,
+//! metadata edits, [`crate::dtype::convert`]ed dtypes, re-sharding) with it.
 
 mod checkpoint;
 mod detect;
@@ -24,73 +24,67 @@ pub use error::{ForeignFormat, FormatError, FormatWarning, OverflowStage};
 pub use file::SafetensorsFile;
 pub use parse::{Header, MAX_HEADER_SIZE, N_LEN, TensorInfo, parse};
 
-/// Why a checkpoint could not be opened.
+/// Why a checkpoint could not be opened. Displayed as its
+/// [`LoadError::message`], then `: ` and the path.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum LoadError {
     /// The file could not be read at all.
-    #[error("{source}: {}", path.display())]
     Io {
-        /// The file.
+        /// The file that could not be read.
         path: PathBuf,
-        /// The operating system's error.
+        /// The operating system's error (shared, so the error can be cloned).
         source: Arc<std::io::Error>,
     },
     /// The file is not valid safetensors.
-    #[error("{error}: {}", path.display())]
     Format {
-        /// The file.
+        /// The file that failed the check.
         path: PathBuf,
-        /// What check it failed.
+        /// Which of the reference's checks it failed, with the evidence.
         error: FormatError,
     },
     /// The shard index is not a valid `model.safetensors.index.json`.
-    #[error("invalid shard index: {message}: {}", path.display())]
     InvalidIndex {
-        /// The index file.
+        /// The index file that cannot be used.
         path: PathBuf,
         /// What is wrong with it.
         message: String,
     },
     /// A shard named by the index cannot be opened.
-    #[error("shard {shard:?} named by the index cannot be opened ({source}): {}", path.display())]
     ShardMissing {
         /// The shard's name in the index.
         shard: String,
         /// Where it was looked for.
         path: PathBuf,
-        /// The operating system's error.
+        /// The operating system's error (shared, so the error can be cloned).
         source: Arc<std::io::Error>,
     },
     /// A shard named by the index is not valid safetensors.
-    #[error("shard {shard:?} is invalid: {error}: {}", path.display())]
     ShardInvalid {
         /// The shard's name in the index.
         shard: String,
-        /// The shard file.
+        /// The shard file that failed the check.
         path: PathBuf,
-        /// What check it failed.
+        /// Which of the reference's checks it failed, with the evidence.
         error: FormatError,
     },
     /// The index maps a tensor to a shard that does not hold it.
-    #[error("the index maps tensor {tensor:?} to shard {shard:?}, which does not hold it{}: {}", found_in.as_ref().map(|s| format!(" (it is in {s:?})")).unwrap_or_default(), path.display())]
     IndexMismatch {
-        /// The tensor.
+        /// The tensor the index maps.
         tensor: String,
         /// The shard the index names.
         shard: String,
         /// A shard that does hold it, if any.
         found_in: Option<String>,
-        /// The index file.
+        /// The index file, where the mapping is written.
         path: PathBuf,
     },
     /// The file changed length since it was opened.
-    #[error("the file changed since it was opened ({was} bytes, now {now}); reopen it: {}", path.display())]
     Changed {
-        /// The file.
+        /// The file whose length changed.
         path: PathBuf,
-        /// Its length when opened.
+        /// Its length in bytes when it was opened (and mapped).
         was: u64,
-        /// Its length now.
+        /// Its length in bytes now; reading past it would raise SIGBUS.
         now: u64,
     },
 }
@@ -156,8 +150,17 @@ impl LoadError {
         }
     }
 
-    /// The message without the path (which [`LoadError::path`] gives).
+    /// The message without the path (which [`LoadError::path`] gives), as
+    /// JSON documents carry it. For a shard's format error it names the
+    /// reference kind too, since the document's own `kind` is
+    /// `ShardInvalid`.
     pub fn message(&self) -> String {
+        self.text(InnerKind::Named)
+    }
+
+    /// The one wording of every variant; `inner` says whether a shard's
+    /// format error names its reference kind.
+    fn text(&self, inner: InnerKind) -> String {
         match self {
             LoadError::Io { source, .. } => source.to_string(),
             LoadError::Format { error, .. } => error.to_string(),
@@ -165,9 +168,12 @@ impl LoadError {
             LoadError::ShardMissing { shard, source, .. } => {
                 format!("shard {shard:?} named by the index cannot be opened ({source})")
             }
-            LoadError::ShardInvalid { shard, error, .. } => {
-                format!("shard {shard:?} is invalid: {} ({error})", error.kind())
-            }
+            LoadError::ShardInvalid { shard, error, .. } => match inner {
+                InnerKind::Named => {
+                    format!("shard {shard:?} is invalid: {} ({error})", error.kind())
+                }
+                InnerKind::Unnamed => format!("shard {shard:?} is invalid: {error}"),
+            },
             LoadError::IndexMismatch {
                 tensor,
                 shard,
@@ -183,6 +189,56 @@ impl LoadError {
             LoadError::Changed { was, now, .. } => {
                 format!("the file changed since it was opened ({was} bytes, now {now}); reopen it")
             }
+        }
+    }
+}
+
+/// Whether [`LoadError::text`] names the reference kind of a shard's
+/// format error: the JSON message does, the terminal line (whose reader
+/// has no `kind` field to miss) does not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum InnerKind {
+    Named,
+    Unnamed,
+}
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: {}",
+            self.text(InnerKind::Unnamed),
+            self.path().display()
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_terminal_line_is_the_message_and_the_path() {
+        let errors = [
+            LoadError::Changed {
+                path: "m.safetensors".into(),
+                was: 10,
+                now: 4,
+            },
+            LoadError::InvalidIndex {
+                path: "i.json".into(),
+                message: "no weight_map".into(),
+            },
+            LoadError::Io {
+                path: "gone.safetensors".into(),
+                source: Arc::new(std::io::Error::other("denied")),
+            },
+        ];
+        for e in errors {
+            assert_eq!(
+                e.to_string(),
+                format!("{}: {}", e.message(), e.path().display())
+            );
         }
     }
 }

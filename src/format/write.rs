@@ -3,28 +3,29 @@
 //! what it would get wrong (duplicate names, a tensor named `__metadata__`)
 //! and writing metadata keys sorted so the same input gives the same bytes.
 //!
-//! Files are written to a temporary file in the target's folder, synced,
-//! then renamed over the target: a failure never leaves a partial file.
+//! Files are written through [`crate::fsio`]: to a temporary file in the
+//! target's folder, synced, then renamed over the target, so a failure
+//! never leaves a partial file.
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
-use std::fs::{File, OpenOptions};
-use std::io::{self, BufWriter, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::dtype::Dtype;
+use crate::fsio::{FileError, atomic_write, copy_chunked, write_chunk};
 use crate::jobs::{CancelToken, Progress};
 
 /// A tensor to write: its bytes are copied as they are.
 #[derive(Debug, Clone)]
 pub struct TensorSource<'a> {
-    /// Name.
+    /// The tensor's name; must be unique and not `__metadata__`.
     pub name: String,
-    /// Element type.
+    /// Element type, which decides the tensor's place in the file (the
+    /// reference's alignment order).
     pub dtype: Dtype,
-    /// Shape.
+    /// Shape, written as given (u64 dimensions).
     pub shape: Vec<u64>,
     /// The encoded bytes, `numel × bits / 8` of them.
     pub data: &'a [u8],
@@ -42,9 +43,9 @@ pub enum WriteError {
     /// A tensor's bytes do not match its dtype and shape.
     #[error("tensor {name:?}: {dtype} {shape:?} needs {expected} bytes, got {found}")]
     SizeMismatch {
-        /// The tensor.
+        /// The tensor whose bytes do not fit.
         name: String,
-        /// Its dtype.
+        /// Its dtype, with the shape, says how many bytes it needs.
         dtype: Dtype,
         /// Its shape.
         shape: Vec<u64>,
@@ -59,25 +60,48 @@ pub enum WriteError {
     /// The write was cancelled; nothing was left behind.
     #[error("cancelled")]
     Cancelled,
-    /// The operating system refused.
+    /// The operating system refused; the target was not changed.
     #[error("{source}: {}", path.display())]
     Io {
-        /// The file being written.
+        /// The target being written (not its temporary file).
         path: PathBuf,
-        /// The error.
+        /// The operating system's error, shared so the error can be cloned.
         source: Arc<io::Error>,
     },
+}
+
+impl WriteError {
+    /// A stable kind for JSON output: the variant's name.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            WriteError::DuplicateName(_) => "DuplicateName",
+            WriteError::ReservedName => "ReservedName",
+            WriteError::SizeMismatch { .. } => "SizeMismatch",
+            WriteError::HeaderTooLarge(_) => "HeaderTooLarge",
+            WriteError::Cancelled => "Cancelled",
+            WriteError::Io { .. } => "Io",
+        }
+    }
+}
+
+impl From<FileError> for WriteError {
+    fn from(e: FileError) -> Self {
+        match e {
+            FileError::Cancelled => WriteError::Cancelled,
+            FileError::Io { path, source } => WriteError::Io { path, source },
+        }
+    }
 }
 
 /// What the header needs to know of a tensor whose bytes are produced
 /// later (copied in chunks, or converted): everything but the data.
 #[derive(Debug, Clone, Copy)]
 pub struct TensorEntry<'a> {
-    /// Name.
+    /// The tensor's name; must be unique and not `__metadata__`.
     pub name: &'a str,
-    /// Element type.
+    /// Element type, which decides the tensor's place in the file.
     pub dtype: Dtype,
-    /// Shape.
+    /// Shape, written as given.
     pub shape: &'a [u64],
     /// Bytes the data will have; must be `numel × bits / 8`.
     pub nbytes: u64,
@@ -182,9 +206,10 @@ pub fn header_for_entries(
     Ok((out, order))
 }
 
-/// Writes a file atomically: to a temporary file beside `path`, synced,
-/// then renamed. Progress counts bytes; cancellation is checked between
-/// chunks and leaves nothing behind.
+/// Writes a file atomically (see [`crate::fsio`]): to a temporary file
+/// beside `path`, synced, then renamed. Progress counts bytes, header
+/// included; cancellation is checked between chunks and leaves nothing
+/// behind.
 pub fn write_file(
     path: &Path,
     tensors: &[TensorSource<'_>],
@@ -196,317 +221,13 @@ pub fn write_file(
     let total: u64 = tensors.iter().map(|t| t.data.len() as u64).sum();
     progress.set_total(total + header.len() as u64);
     atomic_write(path, |w| {
-        w.write_all(&header)?;
-        progress.add(header.len() as u64);
+        write_chunk(w, &header, header.len() as u64, cancel, progress)?;
         for &i in &order {
-            for chunk in tensors[i].data.chunks(8 << 20) {
-                if cancel.is_cancelled() {
-                    return Err(io::Error::new(io::ErrorKind::Interrupted, Cancelled));
-                }
-                w.write_all(chunk)?;
-                progress.add(chunk.len() as u64);
-            }
+            copy_chunked(w, tensors[i].data, cancel, progress)?;
         }
         Ok(())
-    })
-}
-
-#[derive(Debug)]
-struct Cancelled;
-
-impl std::fmt::Display for Cancelled {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("cancelled")
-    }
-}
-
-impl std::error::Error for Cancelled {}
-
-/// Runs `body` against a buffered temporary file beside `path`, then syncs
-/// and renames it over `path`. On any error the temporary file is removed.
-pub fn atomic_write(
-    path: &Path,
-    body: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>,
-) -> Result<(), WriteError> {
-    let mut pending = PendingFile::create(path)?;
-    body(pending.writer()).map_err(|e| pending.error(e))?;
-    pending.finish()?.commit().map(drop)
-}
-
-/// An error that stops a write as cancelled: return it from a body given
-/// to [`atomic_write`] (or written through a [`PendingFile`]) and the write
-/// ends with [`WriteError::Cancelled`].
-pub fn cancelled_io_error() -> io::Error {
-    io::Error::new(io::ErrorKind::Interrupted, Cancelled)
-}
-
-/// A temporary file in a target's folder, being written; [`PendingFile::finish`]
-/// syncs it into a [`FinishedFile`], which [`FinishedFile::commit`] renames
-/// over the target. Dropping either before the rename removes the temporary
-/// file, so no error path can leave one behind.
-#[derive(Debug)]
-pub struct PendingFile {
-    guard: TempGuard,
-    writer: BufWriter<File>,
-}
-
-/// A complete, synced temporary file waiting to be renamed over its target.
-#[derive(Debug)]
-pub struct FinishedFile {
-    guard: TempGuard,
-}
-
-/// Removes the temporary file on drop unless it was renamed.
-#[derive(Debug)]
-struct TempGuard {
-    target: PathBuf,
-    tmp: PathBuf,
-    folder: PathBuf,
-    renamed: bool,
-}
-
-impl Drop for TempGuard {
-    fn drop(&mut self) {
-        if !self.renamed {
-            let _ = std::fs::remove_file(&self.tmp);
-        }
-    }
-}
-
-/// Removes temporary files of the same target left by a process that was
-/// killed mid-write (`.<name>.tmp-<pid>-<n>` whose process no longer runs).
-/// Only where `/proc` tells which processes run (Linux); elsewhere nothing.
-fn remove_stale_temps(folder: &Path, base: &str) {
-    if !Path::new("/proc/self").exists() {
-        return;
-    }
-    let prefix = format!(".{base}.tmp-");
-    let Ok(entries) = std::fs::read_dir(folder) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(&prefix)) else {
-            continue;
-        };
-        let Some((pid, n)) = rest.split_once('-') else {
-            continue;
-        };
-        let (Ok(pid), Ok(_)) = (pid.parse::<u32>(), n.parse::<u64>()) else {
-            continue;
-        };
-        if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
-            let _ = std::fs::remove_file(entry.path());
-        }
-    }
-}
-
-impl PendingFile {
-    /// Creates a new, empty temporary file beside `target` (hidden, named
-    /// `.<target name>.tmp-<pid>-<n>`).
-    pub fn create(target: &Path) -> Result<Self, WriteError> {
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let folder = match target.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        let base = target
-            .file_name()
-            .map_or_else(|| "output".into(), |n| n.to_string_lossy().into_owned());
-        remove_stale_temps(&folder, &base);
-        let tmp = folder.join(format!(
-            ".{base}.tmp-{}-{}",
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
-        let file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)
-            .map_err(|e| io_error(target, e))?;
-        Ok(Self {
-            guard: TempGuard {
-                target: target.to_path_buf(),
-                tmp,
-                folder,
-                renamed: false,
-            },
-            writer: BufWriter::with_capacity(1 << 20, file),
-        })
-    }
-
-    /// The file this will become.
-    pub fn target(&self) -> &Path {
-        &self.guard.target
-    }
-
-    /// The temporary file's path.
-    pub fn temp_path(&self) -> &Path {
-        &self.guard.tmp
-    }
-
-    /// The buffered writer of the temporary file.
-    pub fn writer(&mut self) -> &mut BufWriter<File> {
-        &mut self.writer
-    }
-
-    /// The [`WriteError`] for an I/O error met while writing this file
-    /// ([`WriteError::Cancelled`] for [`cancelled_io_error`]).
-    pub fn error(&self, e: io::Error) -> WriteError {
-        io_error(&self.guard.target, e)
-    }
-
-    /// Flushes and syncs the temporary file to disk.
-    pub fn finish(self) -> Result<FinishedFile, WriteError> {
-        let Self { guard, writer } = self;
-        let file = writer
-            .into_inner()
-            .map_err(|e| io_error(&guard.target, e.into_error()))?;
-        file.sync_all().map_err(|e| io_error(&guard.target, e))?;
-        Ok(FinishedFile { guard })
-    }
-}
-
-impl FinishedFile {
-    /// The file this will become.
-    pub fn target(&self) -> &Path {
-        &self.guard.target
-    }
-
-    /// The temporary file's path (to verify it before the rename).
-    pub fn temp_path(&self) -> &Path {
-        &self.guard.tmp
-    }
-
-    /// Renames the temporary file over the target and syncs the folder;
-    /// returns the target's path.
-    pub fn commit(mut self) -> Result<PathBuf, WriteError> {
-        std::fs::rename(&self.guard.tmp, &self.guard.target)
-            .map_err(|e| io_error(&self.guard.target, e))?;
-        self.guard.renamed = true;
-        // Make the rename itself durable where the platform allows.
-        if let Ok(dir) = File::open(&self.guard.folder) {
-            let _ = dir.sync_all();
-        }
-        Ok(self.guard.target.clone())
-    }
-}
-
-/// A multi-file write that failed while renaming, after some files were
-/// already in place.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("{error} (after {} of {total} files were renamed into place)", renamed.len())]
-pub struct CommitError {
-    /// The targets already renamed into place (complete, synced files).
-    pub renamed: Vec<PathBuf>,
-    /// How many files there were.
-    pub total: usize,
-    /// What failed.
-    pub error: WriteError,
-}
-
-/// Renames finished temporary files over their targets, in order. Every
-/// file is already [`PendingFile::finish`]ed, so only renames remain:
-/// the files are complete before any target changes. If a rename fails,
-/// the files after it are removed (never renamed), and the error lists the
-/// targets already in place.
-pub fn commit_all(files: Vec<FinishedFile>) -> Result<Vec<PathBuf>, CommitError> {
-    let total = files.len();
-    let mut renamed = Vec::with_capacity(total);
-    for file in files {
-        // A failed commit drops (and removes) its temporary file; the rest
-        // are dropped with the iterator.
-        match file.commit() {
-            Ok(p) => renamed.push(p),
-            Err(error) => {
-                return Err(CommitError {
-                    renamed,
-                    total,
-                    error,
-                });
-            }
-        }
-    }
-    Ok(renamed)
-}
-
-fn io_error(path: &Path, source: io::Error) -> WriteError {
-    if source
-        .get_ref()
-        .is_some_and(<dyn std::error::Error + Send + Sync>::is::<Cancelled>)
-    {
-        WriteError::Cancelled
-    } else {
-        WriteError::Io {
-            path: path.to_path_buf(),
-            source: source.into(),
-        }
-    }
-}
-
-/// Failure injection: a writer that accepts `limit` bytes, then reports a
-/// short write (`Ok(0)`, which `write_all` turns into `WriteZero`), the way
-/// a full disk ends a write.
-#[derive(Debug)]
-pub struct ShortWriter<W> {
-    inner: W,
-    remaining: Option<u64>,
-}
-
-impl<W: Write> ShortWriter<W> {
-    /// Wraps `inner`; `limit` of `None` passes everything through.
-    pub fn new(inner: W, limit: Option<u64>) -> Self {
-        Self {
-            inner,
-            remaining: limit,
-        }
-    }
-
-    /// Bytes still accepted before the short write (`None`: no limit).
-    pub fn remaining(&self) -> Option<u64> {
-        self.remaining
-    }
-}
-
-/// True when `a` and `b` name the same existing file: the same device and
-/// inode on Unix (so hard links and symlinks to a file count as that file),
-/// the same canonical path elsewhere. False when either does not exist.
-pub fn same_file(a: &Path, b: &Path) -> bool {
-    let (Ok(ma), Ok(mb)) = (std::fs::metadata(a), std::fs::metadata(b)) else {
-        return false;
-    };
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt as _;
-        ma.dev() == mb.dev() && ma.ino() == mb.ino()
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = (ma, mb);
-        matches!(
-            (std::fs::canonicalize(a), std::fs::canonicalize(b)),
-            (Ok(x), Ok(y)) if x == y
-        )
-    }
-}
-
-impl<W: Write> Write for ShortWriter<W> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self.remaining {
-            None => self.inner.write(buf),
-            Some(0) => Ok(0),
-            Some(n) => {
-                let take = buf.len().min(usize::try_from(n).unwrap_or(usize::MAX));
-                let written = self.inner.write(&buf[..take])?;
-                self.remaining = Some(n - written as u64);
-                Ok(written)
-            }
-        }
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.inner.flush()
-    }
+    })?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -579,25 +300,6 @@ mod tests {
         let meta = BTreeMap::from([("k".to_owned(), "v".to_owned())]);
         let (header, _) = header_bytes(&[], Some(&meta)).expect("ok");
         assert!(parse(&header).is_ok());
-    }
-
-    #[test]
-    fn temporary_files_of_dead_processes_are_swept() {
-        let dir = std::env::temp_dir().join(format!("ts-sweep-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("dir");
-        // PIDs above the kernel's limit (2^22) never run.
-        let stale = dir.join(".out.bin.tmp-4194305-0");
-        let other = dir.join(".other.bin.tmp-4194305-0");
-        let mine = dir.join(format!(".out.bin.tmp-{}-999999", std::process::id()));
-        for p in [&stale, &other, &mine] {
-            std::fs::write(p, b"x").expect("write");
-        }
-        atomic_write(&dir.join("out.bin"), |w| w.write_all(b"new")).expect("write");
-        if Path::new("/proc/self").exists() {
-            assert!(!stale.exists());
-        }
-        assert!(other.exists() && mine.exists());
-        std::fs::remove_dir_all(&dir).expect("cleanup");
     }
 
     #[test]

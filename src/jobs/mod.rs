@@ -24,7 +24,7 @@ impl CancelToken {
         Self::default()
     }
 
-    /// Requests cancellation.
+    /// Requests cancellation; work sees it at its next chunk boundary.
     pub fn cancel(&self) {
         self.0.store(true, Ordering::Relaxed);
     }
@@ -94,7 +94,7 @@ impl Progress {
         self.notify();
     }
 
-    /// Work done so far.
+    /// Work done so far, in the unit the work chose (bytes, elements, …).
     pub fn done(&self) -> u64 {
         self.done.load(Ordering::Relaxed)
     }
@@ -117,7 +117,7 @@ impl Progress {
     }
 }
 
-/// Where a [`Job`] is.
+/// Where a [`Job`] is: running, or finished with its result.
 #[derive(Debug)]
 pub enum JobState<T> {
     /// Still running.
@@ -223,7 +223,7 @@ impl<T> Job<T> {
         }
     }
 
-    /// The job's progress.
+    /// The job's progress, updated by the worker; read it each frame.
     pub fn progress(&self) -> &Progress {
         &self.progress
     }

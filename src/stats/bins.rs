@@ -143,7 +143,7 @@ impl FloatBins {
         &self.bounds
     }
 
-    /// Number of bins.
+    /// Number of bins (at least 1: a range of one value has one bin).
     pub fn len(&self) -> usize {
         self.edges.len().saturating_sub(1)
     }
@@ -232,7 +232,7 @@ impl IntBins {
         }
     }
 
-    /// Number of bins.
+    /// Number of bins (at least 1).
     pub fn len(&self) -> usize {
         self.bins as usize
     }

@@ -28,9 +28,10 @@ const SMALL_16: usize = 16 * 1024;
 enum Order {
     /// Code order is value order.
     Unsigned,
-    /// Two's complement.
+    /// Two's complement: I8, I16.
     Signed,
-    /// Sign bit, then magnitude.
+    /// Sign bit, then magnitude: every float dtype but F8_E8M0 (which has
+    /// no sign bit).
     SignMagnitude,
 }
 
@@ -251,10 +252,9 @@ fn dense_f6(
     progress: &Progress,
 ) -> Result<Vec<u64>, Cancelled> {
     let whole = bytes.len() - bytes.len() % 3;
-    let msb_first = order == BitOrder::MsbFirst;
     let groups = bytes.get(..whole).unwrap_or(&[]);
     let mut total = dense_tables(groups, cancel, progress, |part, tables| {
-        count_f6(part, msb_first, tables);
+        count_f6(part, order, tables);
     })?;
     let first_tail = (whole / 3 * 4) as u64;
     for index in first_tail..element_count(Dtype::F6E2M3, bytes.len()) {

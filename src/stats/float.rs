@@ -6,334 +6,30 @@
 //! counts exponent fields for the log2 histogram). Pass 2 fills the linear
 //! histogram, whose range pass 1 found. Exact quantiles then take the
 //! refinement passes of [`super::refine`].
+//!
+//! The views and the value types they decode into are in `views`.
 
 use std::ops::Range;
 
+mod views;
+
+pub(crate) use views::{C64Abs, C64Part, F32View, F64View, FloatLane, HalfView, View};
+
 use super::bins::{FloatBins, QUANTILES};
 use super::kernel::{self, Wide};
-use super::kernel::{BLOCK, Lane, Specials, block_f64, exponents_f32, exponents_f64, f32_bytes};
+use super::kernel::{BLOCK, Lane, Specials, exponents_f32};
 use super::moments::Moments;
 use super::refine::{KeySource, Target, bins_of_quantiles, refine};
 use super::simd::{block_wide, histogram_block, histogram_f32};
 use super::{
     CHUNK_BYTES, Histogram, QuantileMode, Quantiles, Scalar, StatsOptions, ValueStats,
-    empty_histogram, log2_histogram, par_chunks, smallest_normal,
+    empty_histogram, log2_histogram, par_chunks,
 };
-use crate::dtype::Dtype;
-use crate::dtype::decode::{BitOrder, decode_c64_f32, decode_f32, decode_f64};
 use crate::jobs::{CancelToken, Cancelled, Progress};
-
-/// A float type the passes run on (f32 for F32 and the C64 parts, f64 for
-/// F64 and C64 magnitudes).
-pub(crate) trait FloatLane: Lane {
-    /// Size of the exponent-count table used by [`FloatLane::count_exponents`].
-    const EXPONENT_TABLE: usize;
-    /// Exponent bias.
-    const BIAS: i32;
-    /// Exponent field of the largest (all-ones) code.
-    const MAX_FIELD: usize;
-    /// Significant bits of [`FloatLane::key`].
-    const KEY_BITS: u32;
-    /// Specials, range and moments of a block.
-    fn summarize(vals: &[Self], smallest_normal: f64) -> (Specials, Moments);
-    /// Counts exponent fields into a table of [`FloatLane::EXPONENT_TABLE`].
-    fn count_exponents(vals: &[Self], table: &mut [u32]);
-    /// Exponent-field totals from such a table.
-    fn fold_exponents(table: &[u32], totals: &mut [u64]);
-    /// Order-preserving key (−0 just below +0).
-    fn key(self) -> u64;
-    /// The inverse of [`FloatLane::key`].
-    fn from_key(key: u64) -> Self;
-    /// The smallest value ≥ `x` (−0 for 0).
-    fn at_or_above(x: f64) -> Self;
-    /// The largest value < `x`.
-    fn below(x: f64) -> Self;
-    /// Narrows an f64 that is a value of this type.
-    fn from_f64(x: f64) -> Self;
-}
-
-impl FloatLane for f32 {
-    const EXPONENT_TABLE: usize = 4 * 256;
-    const BIAS: i32 = 127;
-    const MAX_FIELD: usize = 255;
-    const KEY_BITS: u32 = 32;
-
-    fn summarize(vals: &[f32], smallest_normal: f64) -> (Specials, Moments) {
-        let mut bytes = [0u8; 4 * BLOCK];
-        let mut sp = Specials::default();
-        let mut m = Moments::default();
-        for part in vals.chunks(BLOCK) {
-            let bytes = f32_bytes(part, &mut bytes);
-            let (s, pm) = block_wide(Wide::F32, bytes, tiny_bits(smallest_normal));
-            sp.merge(&s);
-            m.merge(&pm);
-        }
-        (sp, m)
-    }
-    fn count_exponents(vals: &[f32], table: &mut [u32]) {
-        let mut bytes = [0u8; 4 * BLOCK];
-        for part in vals.chunks(BLOCK) {
-            exponents_f32(f32_bytes(part, &mut bytes), table);
-        }
-    }
-    fn fold_exponents(table: &[u32], totals: &mut [u64]) {
-        for t in table.chunks(256) {
-            for (x, &c) in totals.iter_mut().zip(t) {
-                *x += u64::from(c);
-            }
-        }
-    }
-    fn key(self) -> u64 {
-        // Branch-free (vectorises): flip every bit of negatives, the sign
-        // bit of the others.
-        let b = self.to_bits();
-        u64::from(b ^ (((b as i32) >> 31) as u32 | 0x8000_0000))
-    }
-    fn from_key(key: u64) -> f32 {
-        let k = key as u32;
-        f32::from_bits(if k & 0x8000_0000 == 0 {
-            !k
-        } else {
-            k & 0x7fff_ffff
-        })
-    }
-    fn at_or_above(x: f64) -> f32 {
-        if x == 0.0 {
-            return -0.0;
-        }
-        let f = x as f32;
-        if f64::from(f) < x { f.next_up() } else { f }
-    }
-    fn below(x: f64) -> f32 {
-        let f = x as f32;
-        if f64::from(f) >= x { f.next_down() } else { f }
-    }
-    fn from_f64(x: f64) -> f32 {
-        x as f32
-    }
-}
-
-impl FloatLane for f64 {
-    const EXPONENT_TABLE: usize = 2048;
-    const BIAS: i32 = 1023;
-    const MAX_FIELD: usize = 2047;
-    const KEY_BITS: u32 = 64;
-
-    fn summarize(vals: &[f64], smallest_normal: f64) -> (Specials, Moments) {
-        block_f64(vals, smallest_normal)
-    }
-    fn count_exponents(vals: &[f64], table: &mut [u32]) {
-        exponents_f64(vals, table);
-    }
-    fn fold_exponents(table: &[u32], totals: &mut [u64]) {
-        for (x, &c) in totals.iter_mut().zip(table) {
-            *x += u64::from(c);
-        }
-    }
-    fn key(self) -> u64 {
-        let b = self.to_bits();
-        b ^ (((b as i64) >> 63) as u64 | (1 << 63))
-    }
-    fn from_key(key: u64) -> f64 {
-        f64::from_bits(if key >> 63 == 0 {
-            !key
-        } else {
-            key & !(1 << 63)
-        })
-    }
-    fn at_or_above(x: f64) -> f64 {
-        if x == 0.0 { -0.0 } else { x }
-    }
-    fn below(x: f64) -> f64 {
-        x.next_down()
-    }
-    fn from_f64(x: f64) -> f64 {
-        x
-    }
-}
-
 /// The magnitude bits of f32 values below `smallest_normal` (and not zero)
 /// are those below this.
 fn tiny_bits(smallest_normal: f64) -> u32 {
     (smallest_normal as f32).to_bits()
-}
-
-/// A sequence of float values decoded from a tensor's bytes.
-pub(crate) trait View: Sync {
-    /// The value type.
-    type T: FloatLane;
-    /// Elements.
-    fn len(&self) -> u64;
-    /// Bytes read per element (for progress and chunking).
-    fn element_bytes(&self) -> u64;
-    /// Decodes elements `first..` into `out`; returns how many.
-    fn decode(&self, first: u64, out: &mut [Self::T]) -> usize;
-    /// Values below this (and not zero) are subnormal.
-    fn smallest_normal(&self) -> f64;
-    /// The elements `range` in place, and their format, when the view is
-    /// one of the [`Wide`] formats as stored (F32, F16, BF16 tensors): the
-    /// fused scan then reads the mapped bytes without decoding them first.
-    fn raw(&self, range: Range<u64>) -> Option<(Wide, &[u8])> {
-        let _ = range;
-        None
-    }
-}
-
-/// The values of an F32 tensor.
-pub(crate) struct F32View<'a>(pub &'a [u8]);
-
-impl View for F32View<'_> {
-    type T = f32;
-    fn len(&self) -> u64 {
-        (self.0.len() / 4) as u64
-    }
-    fn element_bytes(&self) -> u64 {
-        4
-    }
-    fn decode(&self, first: u64, out: &mut [f32]) -> usize {
-        decode_f32(Dtype::F32, self.0, first, out, BitOrder::LsbFirst).unwrap_or(0)
-    }
-    fn smallest_normal(&self) -> f64 {
-        smallest_normal(Dtype::F32).unwrap_or(0.0)
-    }
-    fn raw(&self, range: Range<u64>) -> Option<(Wide, &[u8])> {
-        Some((Wide::F32, byte_range(self.0, range, 4)?))
-    }
-}
-
-/// The values of an F16 or BF16 tensor, widened to f32 (exactly). Used for
-/// statistics without histograms; with them, counting the 65,536 codes
-/// ([`super::codes`]) is faster.
-pub(crate) struct HalfView<'a> {
-    /// The tensor's bytes.
-    pub bytes: &'a [u8],
-    /// F16 or BF16.
-    pub dtype: Dtype,
-}
-
-impl View for HalfView<'_> {
-    type T = f32;
-    fn len(&self) -> u64 {
-        (self.bytes.len() / 2) as u64
-    }
-    fn element_bytes(&self) -> u64 {
-        2
-    }
-    fn decode(&self, first: u64, out: &mut [f32]) -> usize {
-        decode_f32(self.dtype, self.bytes, first, out, BitOrder::LsbFirst).unwrap_or(0)
-    }
-    fn smallest_normal(&self) -> f64 {
-        smallest_normal(self.dtype).unwrap_or(0.0)
-    }
-    fn raw(&self, range: Range<u64>) -> Option<(Wide, &[u8])> {
-        let kind = if self.dtype == Dtype::F16 {
-            Wide::F16
-        } else {
-            Wide::BF16
-        };
-        Some((kind, byte_range(self.bytes, range, 2)?))
-    }
-}
-
-/// The bytes of elements `range` of `width` bytes each.
-fn byte_range(bytes: &[u8], range: Range<u64>, width: u64) -> Option<&[u8]> {
-    let start = usize::try_from(range.start.checked_mul(width)?).ok()?;
-    let end = usize::try_from(range.end.checked_mul(width)?).ok()?;
-    bytes.get(start..end)
-}
-
-/// The values of an F64 tensor.
-pub(crate) struct F64View<'a>(pub &'a [u8]);
-
-impl View for F64View<'_> {
-    type T = f64;
-    fn len(&self) -> u64 {
-        (self.0.len() / 8) as u64
-    }
-    fn element_bytes(&self) -> u64 {
-        8
-    }
-    fn decode(&self, first: u64, out: &mut [f64]) -> usize {
-        decode_f64(Dtype::F64, self.0, first, out, BitOrder::LsbFirst)
-    }
-    fn smallest_normal(&self) -> f64 {
-        f64::MIN_POSITIVE
-    }
-}
-
-/// The real or imaginary parts of a C64 tensor.
-pub(crate) struct C64Part<'a> {
-    /// The tensor's bytes.
-    pub bytes: &'a [u8],
-    /// Imaginary (true) or real (false) parts.
-    pub imag: bool,
-}
-
-impl View for C64Part<'_> {
-    type T = f32;
-    fn len(&self) -> u64 {
-        (self.bytes.len() / 8) as u64
-    }
-    fn element_bytes(&self) -> u64 {
-        8
-    }
-    fn decode(&self, first: u64, out: &mut [f32]) -> usize {
-        let mut other = [0f32; BLOCK];
-        let n = out.len().min(BLOCK);
-        let (Some(out), Some(other)) = (out.get_mut(..n), other.get_mut(..n)) else {
-            return 0;
-        };
-        if self.imag {
-            decode_c64_f32(self.bytes, first, other, out)
-        } else {
-            decode_c64_f32(self.bytes, first, out, other)
-        }
-    }
-    fn smallest_normal(&self) -> f64 {
-        smallest_normal(Dtype::F32).unwrap_or(0.0)
-    }
-}
-
-/// The magnitudes |z| of a C64 tensor, in f64: `sqrt(re² + im²)` (exact
-/// squares, one rounding for the sum and one for the root); +Inf when
-/// either part is infinite, as `hypot` and numpy say, NaN otherwise when
-/// either part is NaN.
-pub(crate) struct C64Abs<'a>(pub &'a [u8]);
-
-impl View for C64Abs<'_> {
-    type T = f64;
-    fn len(&self) -> u64 {
-        (self.0.len() / 8) as u64
-    }
-    fn element_bytes(&self) -> u64 {
-        8
-    }
-    fn decode(&self, first: u64, out: &mut [f64]) -> usize {
-        let mut re = [0f32; BLOCK];
-        let mut im = [0f32; BLOCK];
-        let n = out.len().min(BLOCK);
-        let (Some(re), Some(im)) = (re.get_mut(..n), im.get_mut(..n)) else {
-            return 0;
-        };
-        let got = decode_c64_f32(self.0, first, re, im);
-        for ((o, &r), &i) in out.iter_mut().zip(re.iter()).zip(im.iter()).take(got) {
-            *o = magnitude(r, i);
-        }
-        got
-    }
-    fn smallest_normal(&self) -> f64 {
-        smallest_normal(Dtype::F32).unwrap_or(0.0)
-    }
-}
-
-/// |re + i·im| as [`C64Abs`] defines it.
-pub(crate) fn magnitude(re: f32, im: f32) -> f64 {
-    if re.is_infinite() || im.is_infinite() {
-        f64::INFINITY
-    } else {
-        let (r, i) = (f64::from(re), f64::from(im));
-        (r * r + i * i).sqrt()
-    }
 }
 
 /// Decodes the elements `range` of a view block by block.
@@ -341,7 +37,8 @@ fn for_each_block<V: View>(view: &V, range: Range<u64>, f: impl FnMut(&[V::T])) 
     kernel::for_each_block(range, |first, out| view.decode(first, out), f);
 }
 
-/// What pass 1 gathers.
+/// What pass 1 gathers over a chunk: counts, range, moments, and (full
+/// detail) exponent counts and key prefixes for the quantiles.
 struct Pass1 {
     specials: Specials,
     moments: Moments,
@@ -760,6 +457,7 @@ impl<V: View> KeySource for Keys<'_, V> {
 
 #[cfg(test)]
 mod tests {
+    use super::views::magnitude;
     use super::*;
 
     #[test]

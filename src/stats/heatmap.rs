@@ -16,42 +16,72 @@ pub enum Pooling {
     Mean,
 }
 
-/// What to draw.
+/// What to draw: two axes of the tensor, a fixed index on every other
+/// axis, and how cells pool the elements they cover.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct HeatmapRequest {
-    /// Axis shown vertically.
+    /// Axis shown vertically (rows of cells).
     pub row_axis: usize,
-    /// Axis shown horizontally.
+    /// Axis shown horizontally (columns of cells).
     pub col_axis: usize,
     /// Index of every other axis (entries for the two shown axes are ignored).
     pub fixed: Vec<u64>,
-    /// Pooling.
+    /// How a cell summarises the elements it covers.
     pub pooling: Pooling,
     /// Largest number of cells per side.
     pub max_side: usize,
-    /// F6 bit order.
+    /// Bit order of F6 elements (ignored for every other dtype).
     pub order: BitOrder,
 }
 
-/// A computed heatmap.
+/// A computed heatmap: cell values and the colour range, with the tensor
+/// rows and columns they cover.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Heatmap {
-    /// Cells per row.
+    /// Cells per row (at most the request's `max_side`).
     pub width: usize,
-    /// Rows of cells.
+    /// Rows of cells (at most the request's `max_side`).
     pub height: usize,
     /// Row-major cell values; NaN where a cell holds no finite value.
     pub cells: Vec<f64>,
     /// Cells holding a NaN or Inf element.
     pub non_finite: Vec<bool>,
-    /// Smallest finite cell value.
+    /// Smallest finite cell value (the colour map's low end).
     pub min: Option<f64>,
-    /// Largest finite cell value.
+    /// Largest finite cell value (the colour map's high end).
     pub max: Option<f64>,
     /// Tensor rows (along `row_axis`).
     pub rows: u64,
     /// Tensor columns (along `col_axis`).
     pub cols: u64,
+}
+
+impl Heatmap {
+    /// A `width` × `height` heatmap of `cells` (row-major, NaN where a cell
+    /// holds no finite value) over `rows` × `cols` tensor elements; the
+    /// colour range is taken from the finite cells.
+    pub fn from_cells(
+        width: usize,
+        height: usize,
+        cells: Vec<f64>,
+        non_finite: Vec<bool>,
+        rows: u64,
+        cols: u64,
+    ) -> Self {
+        let finite = cells.iter().copied().filter(|v| v.is_finite());
+        let min = finite.clone().reduce(f64::min);
+        let max = finite.reduce(f64::max);
+        Self {
+            width,
+            height,
+            cells,
+            non_finite,
+            min,
+            max,
+            rows,
+            cols,
+        }
+    }
 }
 
 /// Why a heatmap cannot be drawn.
@@ -63,17 +93,17 @@ pub enum HeatmapError {
     /// A fixed index is out of range.
     #[error("index {index} is out of range for axis {axis} of size {size}")]
     BadIndex {
-        /// The axis.
+        /// The axis whose index is out of range.
         axis: usize,
         /// The index given.
         index: u64,
-        /// The axis size.
+        /// The axis size (valid indices are below it).
         size: u64,
     },
     /// The tensor has no elements.
     #[error("the tensor has no elements")]
     Empty,
-    /// Cancelled.
+    /// Cancelled through the token; not an error to show.
     #[error("cancelled")]
     Cancelled,
     /// The file changed or cannot be read since it was opened.
@@ -207,19 +237,9 @@ pub fn compute(
             .map(|(s, &n)| if n == 0 { f64::NAN } else { s / f64::from(n) })
             .collect(),
     };
-    let finite = cells.iter().copied().filter(|v| v.is_finite());
-    let min = finite.clone().reduce(f64::min);
-    let max = finite.reduce(f64::max);
-    Ok(Heatmap {
-        width,
-        height,
-        cells,
-        non_finite,
-        min,
-        max,
-        rows,
-        cols,
-    })
+    Ok(Heatmap::from_cells(
+        width, height, cells, non_finite, rows, cols,
+    ))
 }
 
 /// The colour map of heatmaps (GUI and PNG export): diverging (blue,

@@ -16,7 +16,7 @@ use super::{
     CHUNK_BYTES, Histogram, Quantiles, Scalar, StatsOptions, ValueStats, empty_histogram,
     log2_histogram, par_chunks,
 };
-use crate::dtype::Dtype;
+use crate::dtype::{Dtype, DtypeKind};
 use crate::jobs::{CancelToken, Cancelled, Progress};
 
 /// The elements of an integer tensor as keys.
@@ -109,7 +109,8 @@ impl KeySource for Keys<'_> {
     }
 }
 
-/// What pass 1 gathers.
+/// What pass 1 gathers over a chunk: exact range, moments, and (full
+/// detail) key prefixes for the quantiles.
 struct Pass1 {
     zeros: u64,
     min_key: u64,
@@ -130,7 +131,7 @@ pub(crate) fn stats(
     let view = IntView {
         bytes,
         size: (dtype.bits() / 8) as usize,
-        signed: matches!(dtype, Dtype::I32 | Dtype::I64),
+        signed: dtype.kind() == DtypeKind::Signed,
     };
     let n = view.len();
     let element_bytes = view.size as u64;

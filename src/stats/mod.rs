@@ -22,6 +22,9 @@
 //! tensors in parallel. Long work takes a [`CancelToken`] (checked before
 //! every chunk of at most [`CHUNK_BYTES`]) and reports bytes read to a
 //! [`Progress`].
+//!
+//! The result types are in `report`; the binning, moments and hot loops
+//! in `bins`, `moments` and `kernel` (with `simd`, their AVX2 copies).
 
 mod bins;
 mod codes;
@@ -31,15 +34,18 @@ mod ints;
 mod kernel;
 mod moments;
 mod refine;
+mod report;
 mod simd;
 
 use std::ops::Range;
 
 use rayon::prelude::*;
-use serde::Serialize;
-use serde::ser::SerializeMap;
 
 pub use bins::{DEFAULT_BINS, MAX_BINS, QUANTILES, nearest_rank};
+pub use report::{
+    CodeHistogram, Histogram, Log2Histogram, Quantiles, Scalar, ScanReport, Summary, TensorStats,
+    ValueStats,
+};
 
 use crate::dtype::decode::BitOrder;
 use crate::dtype::{Dtype, DtypeKind};
@@ -51,7 +57,8 @@ use crate::jobs::{CancelToken, Cancelled, Progress};
 /// holds whole elements of every dtype (F6 packs 4 elements in 3 bytes).
 pub const CHUNK_BYTES: u64 = 8 * 1024 * 1024 - (8 * 1024 * 1024) % 24;
 
-/// How much to compute.
+/// How much to compute: every figure, or the moments only (a quick pass
+/// for tables of many tensors).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Detail {
     /// Everything: counts, moments, histograms and quantiles.
@@ -80,7 +87,7 @@ pub enum QuantileMode {
 pub struct StatsOptions {
     /// Linear histogram bins (1..=[`MAX_BINS`]; default [`DEFAULT_BINS`]).
     pub bins: usize,
-    /// What to compute.
+    /// What to compute (see [`Detail`]).
     pub detail: Detail,
     /// How F32/F64/C64 quantiles are found.
     pub quantiles: QuantileMode,
@@ -107,254 +114,6 @@ impl StatsOptions {
     fn bins(&self) -> usize {
         self.bins.clamp(1, MAX_BINS)
     }
-}
-
-/// A number in the output: a float, or an exact integer (integer dtypes'
-/// min, max and quantiles, also beyond 2^53).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Scalar {
-    /// A float value (−0 is written as 0).
-    Float(f64),
-    /// A signed integer.
-    Int(i64),
-    /// An unsigned integer.
-    UInt(u64),
-}
-
-impl Scalar {
-    /// The value as f64 (integers beyond 2^53 round to nearest).
-    pub fn to_f64(self) -> f64 {
-        match self {
-            Scalar::Float(x) => x,
-            Scalar::Int(i) => i as f64,
-            Scalar::UInt(u) => u as f64,
-        }
-    }
-
-    /// A float scalar with −0 written as +0.
-    fn float(x: f64) -> Self {
-        Scalar::Float(if x == 0.0 { 0.0 } else { x })
-    }
-
-    /// An exact integer scalar.
-    fn int(v: i128) -> Self {
-        match i64::try_from(v) {
-            Ok(i) => Scalar::Int(i),
-            Err(_) => u64::try_from(v).map_or(Scalar::Float(v as f64), Scalar::UInt),
-        }
-    }
-
-    /// The absolute value (exact for integers).
-    fn abs(self) -> Self {
-        match self {
-            Scalar::Float(x) => Scalar::Float(x.abs()),
-            Scalar::Int(i) => Scalar::int(i128::from(i).abs()),
-            Scalar::UInt(u) => Scalar::UInt(u),
-        }
-    }
-}
-
-impl Serialize for Scalar {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match *self {
-            Scalar::Float(x) if x.is_finite() => s.serialize_f64(x),
-            Scalar::Float(_) => s.serialize_none(),
-            Scalar::Int(i) => s.serialize_i64(i),
-            Scalar::UInt(u) => s.serialize_u64(u),
-        }
-    }
-}
-
-/// The nine quantiles of [`QUANTILES`], in that order; `None` when there is
-/// no finite value.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Quantiles(pub [Option<Scalar>; 9]);
-
-impl Quantiles {
-    /// The quantile named as in the JSON (`"p50"`).
-    pub fn get(&self, name: &str) -> Option<Scalar> {
-        QUANTILES
-            .iter()
-            .position(|(n, _)| *n == name)
-            .and_then(|i| self.0.get(i).copied().flatten())
-    }
-}
-
-impl Serialize for Quantiles {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(Some(QUANTILES.len()))?;
-        for ((name, _), value) in QUANTILES.iter().zip(&self.0) {
-            map.serialize_entry(name, value)?;
-        }
-        map.end()
-    }
-}
-
-/// A linear histogram of the finite values: `counts[i]` values lie in
-/// `[edges[i], edges[i+1])`, the last bin also holding the maximum.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Histogram {
-    /// `counts.len() + 1` edges (empty with no finite value).
-    pub edges: Vec<f64>,
-    /// Values per bin.
-    pub counts: Vec<u64>,
-}
-
-/// How many finite, non-zero, normal values lie in `[2^e, 2^(e+1))` by
-/// magnitude, for every `e` from the smallest to the largest present.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Log2Histogram {
-    /// Consecutive binary exponents.
-    pub exponents: Vec<i32>,
-    /// Values per exponent.
-    pub counts: Vec<u64>,
-    /// ±0 values (not in the bins).
-    pub zeros: u64,
-    /// Subnormal values of the dtype (not in the bins).
-    pub subnormals: u64,
-}
-
-/// One bin per representable finite value of an 8-bit-or-smaller float
-/// (±0 merged), in ascending order.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CodeHistogram {
-    /// Every finite value the dtype can represent.
-    pub values: Vec<f64>,
-    /// How many elements hold each.
-    pub counts: Vec<u64>,
-}
-
-/// Statistics of one sequence of values (a tensor, or a part of a complex
-/// tensor). Figures that are not finite, or have no finite value to
-/// describe, are `None` (`null` in JSON).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ValueStats {
-    /// Every element, NaN and Inf included.
-    pub count: u64,
-    /// Finite elements.
-    pub finite: u64,
-    /// NaN elements.
-    pub nan: u64,
-    /// +Inf elements.
-    pub pos_inf: u64,
-    /// −Inf elements.
-    pub neg_inf: u64,
-    /// ±0 elements.
-    pub zeros: u64,
-    /// Subnormal elements (of the dtype's own format).
-    pub subnormals: u64,
-    /// Smallest finite value.
-    pub min: Option<Scalar>,
-    /// Largest finite value.
-    pub max: Option<Scalar>,
-    /// Mean of the finite values.
-    pub mean: Option<f64>,
-    /// Population standard deviation of the finite values.
-    pub std: Option<f64>,
-    /// Mean of |x| over the finite values.
-    pub abs_mean: Option<f64>,
-    /// sqrt(Σx²) over the finite values.
-    pub l2_norm: Option<f64>,
-    /// Nearest-rank quantiles (`None` with [`Detail::MomentsOnly`]).
-    pub quantiles: Option<Quantiles>,
-    /// Bound on |reported − exact| when the quantiles are not exact.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub quantile_error: Option<f64>,
-    /// Linear histogram (`None` with [`Detail::MomentsOnly`]).
-    pub histogram: Option<Histogram>,
-    /// Log2-magnitude histogram (`None` with [`Detail::MomentsOnly`]).
-    pub log2_histogram: Option<Log2Histogram>,
-    /// One bin per representable value (floats of 8 bits or fewer).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub code_histogram: Option<CodeHistogram>,
-    /// BOOL: elements that are true (non-zero bytes).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub true_count: Option<u64>,
-}
-
-/// Statistics of one tensor.
-impl ValueStats {
-    /// `count` elements, all finite, whose moments are `moments`; no
-    /// special value, no range and no histogram yet: the callers fill in
-    /// what they found.
-    pub(crate) fn from_moments(count: u64, moments: &moments::Moments) -> Self {
-        let figures = moments.figures();
-        Self {
-            count,
-            finite: count,
-            nan: 0,
-            pos_inf: 0,
-            neg_inf: 0,
-            zeros: 0,
-            subnormals: 0,
-            min: None,
-            max: None,
-            mean: figures.and_then(|f| finite(f.mean)),
-            std: figures.and_then(|f| finite(f.std)),
-            abs_mean: figures.and_then(|f| finite(f.abs_mean)),
-            l2_norm: figures.and_then(|f| finite(f.l2_norm)),
-            quantiles: None,
-            quantile_error: None,
-            histogram: None,
-            log2_histogram: None,
-            code_histogram: None,
-            true_count: None,
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct TensorStats {
-    /// Tensor name.
-    pub name: String,
-    /// Dtype.
-    pub dtype: Dtype,
-    /// Shape.
-    pub shape: Vec<u64>,
-    /// The shard file holding it (sharded models only).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub shard: Option<String>,
-    /// The figures; for C64 they describe the magnitude |z|.
-    #[serde(flatten)]
-    pub values: ValueStats,
-    /// C64: the real parts.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub real: Option<Box<ValueStats>>,
-    /// C64: the imaginary parts.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub imag: Option<Box<ValueStats>>,
-}
-
-/// What a whole scan found.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Summary {
-    /// Tensors scanned.
-    pub tensor_count: usize,
-    /// Their elements.
-    pub element_count: u64,
-    /// Their bytes.
-    pub data_bytes: u64,
-    /// Elements that are NaN, over every tensor.
-    pub nan_count: u64,
-    /// Elements that are ±Inf, over every tensor.
-    pub inf_count: u64,
-    /// Tensors holding any NaN or Inf (C64: in either part).
-    pub nonfinite_tensors: Vec<String>,
-    /// Tensors with at least one element, every one zero.
-    pub all_zero_tensors: Vec<String>,
-    /// The largest finite |value| over every tensor (C64: |z|).
-    pub max_abs: Option<Scalar>,
-    /// The tensor holding it.
-    pub max_abs_tensor: Option<String>,
-}
-
-/// Statistics of the tensors of a checkpoint, and a summary.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ScanReport {
-    /// One entry per tensor scanned, in the order asked for.
-    pub tensors: Vec<TensorStats>,
-    /// What stands out.
-    pub summary: Summary,
 }
 
 /// Why statistics could not be computed.

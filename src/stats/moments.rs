@@ -12,7 +12,8 @@
 //! range would overflow (or underflow) when squared otherwise. Values of
 //! every other dtype use `exp = 0`.
 
-/// A Neumaier-compensated sum.
+/// A Neumaier-compensated sum: `hi + lo` carries the rounding error of
+/// every addition, so long sums stay accurate to a few ulps.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub(crate) struct Sum {
     hi: f64,
@@ -25,7 +26,7 @@ impl Sum {
         Self { hi: x, lo: 0.0 }
     }
 
-    /// Adds `x`.
+    /// Adds `x`, keeping its rounding error in `lo`.
     #[inline]
     pub fn add(&mut self, x: f64) {
         let t = self.hi + x;
@@ -37,7 +38,7 @@ impl Sum {
         self.hi = t;
     }
 
-    /// Adds another sum.
+    /// Adds another sum, error term included.
     pub fn merge(&mut self, other: Sum) {
         self.add(other.hi);
         self.add(other.lo);
@@ -51,7 +52,7 @@ impl Sum {
         }
     }
 
-    /// The rounded value.
+    /// The sum, rounded once to f64.
     pub fn value(self) -> f64 {
         self.hi + self.lo
     }
@@ -81,31 +82,31 @@ fn pow2(e: i32) -> f64 {
 /// Moments of a set of finite values.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Moments {
-    /// How many values.
+    /// How many values were added.
     n: u64,
     /// Every figure below is scaled by `2^−exp`.
     exp: i32,
-    /// Σx.
+    /// Σx, compensated.
     sum: Sum,
-    /// Σ|x|.
+    /// Σ|x|, compensated.
     abs_sum: Sum,
-    /// Σ(x − mean)².
+    /// Σ(x − mean)², compensated (Chan's update when merging).
     m2: Sum,
     /// The running mean of Chan's update, for the merge formula: exactly
     /// the common value when all values are equal.
     mean: f64,
 }
 
-/// The finished figures.
+/// The finished figures, in the values' own scale.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Figures {
-    /// Arithmetic mean.
+    /// Arithmetic mean of the finite values.
     pub mean: f64,
-    /// Population standard deviation.
+    /// Population standard deviation (divided by n, not n − 1).
     pub std: f64,
-    /// Mean of |x|.
+    /// Mean of |x| over the finite values.
     pub abs_mean: f64,
-    /// sqrt(Σx²).
+    /// sqrt(Σx²), the Euclidean norm.
     pub l2_norm: f64,
 }
 
@@ -149,7 +150,7 @@ impl Moments {
         }
     }
 
-    /// Number of values.
+    /// Number of values added.
     #[cfg(test)]
     pub fn count(&self) -> u64 {
         self.n

@@ -32,7 +32,7 @@ const MAX_PASSES: usize = 16;
 
 /// The keys of the values of a tensor that quantiles are taken over.
 pub(crate) trait KeySource: Sync {
-    /// Elements of the tensor.
+    /// Elements of the tensor, counted or not.
     fn len(&self) -> u64;
     /// Elements per chunk of work.
     fn chunk_elems(&self) -> u64;
@@ -53,7 +53,7 @@ pub(crate) struct Target {
     pub hi: u64,
     /// Rank inside the interval, 1-based.
     pub rank: u64,
-    /// Values inside the interval.
+    /// How many values lie inside the interval (the rank is among them).
     pub count: u64,
 }
 
@@ -81,14 +81,14 @@ pub(crate) fn bins_of_quantiles(counts: &[u64], finite: u64) -> [Option<(usize, 
 enum Store {
     /// Offsets `key − lo` of every key in the interval.
     Offsets(Vec<u32>),
-    /// Keys per bucket.
+    /// Keys per bucket of `2^shift` keys.
     Counts(Vec<u64>),
 }
 
 /// How one interval is handled in a pass.
 #[derive(Debug, Clone, Copy)]
 enum Plan {
-    /// Keep every key.
+    /// Keep every key: the interval is small enough to sort.
     Collect,
     /// Count keys in buckets of `2^shift` keys.
     Split { shift: u32, buckets: usize },

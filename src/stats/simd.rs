@@ -220,7 +220,7 @@ mod x86 {
         }
     }
 
-    /// Eight f32 values.
+    /// Loads eight little-endian f32 values (unaligned).
     #[target_feature(enable = "avx2")]
     #[inline]
     fn load_f32x8(g: &[u8; 32]) -> __m256 {
@@ -266,7 +266,7 @@ mod x86 {
         acc.lanes()
     }
 
-    /// Eight 16-bit elements.
+    /// Loads eight little-endian 16-bit elements (unaligned).
     #[target_feature(enable = "avx2")]
     #[inline]
     fn load_u16x8(g: &[u8; 16]) -> __m128i {

@@ -215,7 +215,7 @@ const F8_E8M0_F64: [f64; 256] = build(&F8_E8M0);
 const F8_E4M3FNUZ_F64: [f64; 256] = build(&F8_E4M3FNUZ);
 const F8_E5M2FNUZ_F64: [f64; 256] = build(&F8_E5M2FNUZ);
 
-/// The f64 tables.
+/// The f64 tables, built at compile time from the bit layouts.
 pub(super) static TABLES_F64: SmallTables<f64> = SmallTables {
     f4: F4_F64,
     f6_e2m3: F6_E2M3_F64,

@@ -1,0 +1,382 @@
+//! [`plan`]: the request checked against the checkpoint and every output
+//! tensor and file decided (selection, renames, metadata, conversions,
+//! shards), with no I/O but reading the folder of the output.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use regex::Regex;
+
+use super::{MetadataEdit, PlannedFile, PlannedTensor, ResaveError, ResaveOptions, ResavePlan};
+use crate::dtype::Dtype;
+use crate::dtype::convert::is_supported;
+use crate::format::write::{TensorEntry, header_for_entries};
+use crate::format::{Checkpoint, CheckpointKind, INDEX_FILE_NAME, TensorRef};
+use crate::fsio::same_file;
+
+/// Checks `opts` against `ck` and decides every output tensor and file,
+/// without writing anything. `out` is the output path:
+/// - one file (no `max_shard_bytes`, `out` not ending in `.json`): `out`
+///   itself, or `out/model.safetensors` when `out` is a folder;
+/// - sharded (`max_shard_bytes`, or `out` ending in `.json`): the index at
+///   `out` when it ends in `.json`, else `out/model.safetensors.index.json`
+///   (the folder is created if missing), with the shards beside it.
+pub fn plan(ck: &Checkpoint, out: &Path, opts: &ResaveOptions) -> Result<ResavePlan, ResaveError> {
+    let selected = select(ck, opts)?;
+    let names = rename(ck, &selected, &opts.renames)?;
+    let mut warnings = Vec::new();
+
+    let mut conversions: HashMap<Dtype, Dtype> = HashMap::new();
+    for &(from, to) in &opts.conversions {
+        if !is_supported(from, to) {
+            return Err(ResaveError::UnsupportedConversion { from, to });
+        }
+        if conversions.insert(from, to).is_some() {
+            return Err(ResaveError::DuplicateConversion { from });
+        }
+    }
+    let mut tensors = Vec::with_capacity(selected.len());
+    for (&t, name) in selected.iter().zip(names) {
+        let Some(info) = ck.info(t) else { continue };
+        let dtype = conversions.get(&info.dtype).copied().unwrap_or(info.dtype);
+        // Conversions go to whole-byte dtypes, so this cannot overflow more
+        // than the source's own (validated) size.
+        let nbytes = if dtype == info.dtype {
+            info.nbytes
+        } else {
+            info.numel.saturating_mul(u64::from(dtype.bits() / 8))
+        };
+        tensors.push(PlannedTensor {
+            source: t,
+            source_name: info.name.clone(),
+            name,
+            source_dtype: info.dtype,
+            dtype,
+            shape: info.shape.clone(),
+            nbytes,
+            file: 0,
+        });
+    }
+    for &(from, to) in &opts.conversions {
+        if !tensors.iter().any(|t| t.source_dtype == from) {
+            warnings.push(format!(
+                "no selected tensor is {from}; the conversion {from}={to} does nothing"
+            ));
+        }
+    }
+
+    let mut metadata = source_metadata(ck, &mut warnings);
+    for edit in &opts.metadata_edits {
+        match edit {
+            MetadataEdit::Set { key, value } => {
+                metadata
+                    .get_or_insert_with(BTreeMap::new)
+                    .insert(key.clone(), value.clone());
+            }
+            MetadataEdit::Delete { key } => {
+                if metadata.as_mut().and_then(|m| m.remove(key)).is_none() {
+                    return Err(ResaveError::MetadataKeyMissing { key: key.clone() });
+                }
+            }
+        }
+    }
+
+    let sharded = opts.max_shard_bytes.is_some() || is_json(out);
+    if opts.max_shard_bytes == Some(0) {
+        return Err(ResaveError::InvalidShardSize);
+    }
+    let (files, index, create_folder) = if sharded {
+        let (folder, index, create) = if is_json(out) {
+            let folder = match out.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+                _ => PathBuf::from("."),
+            };
+            (folder, out.to_path_buf(), false)
+        } else if out.is_dir() {
+            (out.to_path_buf(), out.join(INDEX_FILE_NAME), false)
+        } else if out.exists() || has_extension(out, "safetensors") {
+            return Err(ResaveError::InvalidOutput {
+                path: out.to_path_buf(),
+                message:
+                    "a sharded output needs a folder or an index path (….index.json), not a file"
+                        .into(),
+            });
+        } else {
+            (out.to_path_buf(), out.join(INDEX_FILE_NAME), true)
+        };
+        let groups = shard_groups(&tensors, opts.max_shard_bytes.unwrap_or(u64::MAX));
+        let count = groups.len();
+        let files = groups
+            .into_iter()
+            .enumerate()
+            .map(|(i, members)| {
+                let name = format!("model-{:05}-of-{count:05}.safetensors", i + 1);
+                PlannedFile {
+                    path: folder.join(&name),
+                    name,
+                    data_bytes: members.iter().map(|&k| tensors[k].nbytes).sum(),
+                    tensors: members,
+                }
+            })
+            .collect::<Vec<_>>();
+        (files, Some(index), create.then_some(folder))
+    } else {
+        let path = if out.is_dir() {
+            out.join("model.safetensors")
+        } else {
+            out.to_path_buf()
+        };
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let file = PlannedFile {
+            path,
+            name,
+            tensors: (0..tensors.len()).collect(),
+            data_bytes: tensors.iter().map(|t| t.nbytes).sum(),
+        };
+        (vec![file], None, None)
+    };
+    for (f, file) in files.iter().enumerate() {
+        for &k in &file.tensors {
+            tensors[k].file = f;
+        }
+    }
+    let mut index_metadata = serde_json::Map::new();
+    if let CheckpointKind::Sharded {
+        metadata: serde_json::Value::Object(m),
+        ..
+    } = &ck.kind
+    {
+        index_metadata.extend(m.iter().map(|(k, v)| (k.clone(), v.clone())));
+    }
+    let total: u64 = files.iter().map(|f| f.data_bytes).sum();
+    index_metadata.insert("total_size".into(), total.into());
+
+    let plan = ResavePlan {
+        tensors,
+        metadata,
+        files,
+        index,
+        index_metadata,
+        create_folder,
+        conversions: opts.conversions.clone(),
+        overflow: opts.overflow,
+        warnings,
+        fail_after_bytes: opts.fail_after_bytes,
+    };
+    check_not_source(ck, &plan)?;
+    // Catch reserved names, size and header limits now, not halfway.
+    for file in &plan.files {
+        header_for_entries(&entries(&plan, file), plan.metadata.as_ref())?;
+    }
+    Ok(plan)
+}
+
+pub(super) fn entries<'a>(plan: &'a ResavePlan, file: &PlannedFile) -> Vec<TensorEntry<'a>> {
+    file.tensors
+        .iter()
+        .filter_map(|&k| plan.tensors.get(k))
+        .map(|t| TensorEntry {
+            name: &t.name,
+            dtype: t.dtype,
+            shape: &t.shape,
+            nbytes: t.nbytes,
+        })
+        .collect()
+}
+
+/// The tensors to write, in checkpoint order.
+fn select(ck: &Checkpoint, opts: &ResaveOptions) -> Result<Vec<TensorRef>, ResaveError> {
+    let compile = |patterns: &[String]| {
+        patterns
+            .iter()
+            .map(|p| {
+                Regex::new(p).map_err(|e| ResaveError::InvalidRegex {
+                    pattern: p.clone(),
+                    message: e.to_string(),
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()
+    };
+    let keep = compile(&opts.keep)?;
+    let drop = compile(&opts.drop)?;
+    let count = ck.tensors.len();
+    let mut chosen = vec![opts.selection.is_none(); count];
+    for &index in opts.selection.iter().flatten() {
+        *chosen
+            .get_mut(index)
+            .ok_or(ResaveError::SelectionOutOfRange { index, count })? = true;
+    }
+    let selected: Vec<TensorRef> = ck
+        .tensors
+        .iter()
+        .zip(chosen)
+        .filter(|&(_, c)| c)
+        .map(|(&t, _)| t)
+        .filter(|&t| {
+            let Some(name) = ck.info(t).map(|i| i.name.as_str()) else {
+                return false;
+            };
+            (keep.is_empty() || keep.iter().any(|r| r.is_match(name)))
+                && !drop.iter().any(|r| r.is_match(name))
+        })
+        .collect();
+    if selected.is_empty() {
+        return Err(ResaveError::NothingSelected);
+    }
+    Ok(selected)
+}
+
+/// The output name of every selected tensor.
+fn rename(
+    ck: &Checkpoint,
+    selected: &[TensorRef],
+    renames: &[(String, String)],
+) -> Result<Vec<String>, ResaveError> {
+    let mut map: HashMap<&str, &str> = HashMap::with_capacity(renames.len());
+    let selected_names: HashSet<&str> = selected
+        .iter()
+        .filter_map(|&t| ck.info(t).map(|i| i.name.as_str()))
+        .collect();
+    for (from, to) in renames {
+        if map.insert(from, to).is_some() {
+            return Err(ResaveError::DuplicateRename { from: from.clone() });
+        }
+        if ck.find(from).is_none() {
+            return Err(ResaveError::RenameMissing { from: from.clone() });
+        }
+        if !selected_names.contains(from.as_str()) {
+            return Err(ResaveError::RenameNotSelected { from: from.clone() });
+        }
+        if to == "__metadata__" {
+            return Err(ResaveError::ReservedName { from: from.clone() });
+        }
+    }
+    let mut out = Vec::with_capacity(selected.len());
+    let mut owner: HashMap<String, &str> = HashMap::with_capacity(selected.len());
+    for &t in selected {
+        let Some(source) = ck.info(t).map(|i| i.name.as_str()) else {
+            continue;
+        };
+        let name = map.get(source).copied().unwrap_or(source).to_owned();
+        if let Some(first) = owner.insert(name.clone(), source) {
+            return Err(ResaveError::NameCollision {
+                name,
+                first: first.to_owned(),
+                second: source.to_owned(),
+            });
+        }
+        out.push(name);
+    }
+    Ok(out)
+}
+
+/// The source's `__metadata__`: the file's, or for a sharded model the
+/// union of its shards' (the first shard wins where they disagree, with a
+/// warning).
+fn source_metadata(
+    ck: &Checkpoint,
+    warnings: &mut Vec<String>,
+) -> Option<BTreeMap<String, String>> {
+    let mut merged: Option<BTreeMap<String, String>> = None;
+    for shard in &ck.shards {
+        let Some(m) = &shard.file.header().metadata else {
+            continue;
+        };
+        let target = merged.get_or_insert_with(BTreeMap::new);
+        for (k, v) in m {
+            match target.get(k) {
+                Some(existing) if existing != v => warnings.push(format!(
+                    "shards disagree on metadata key {k:?}; keeping {existing:?}, not {v:?} from {}",
+                    shard.name
+                )),
+                Some(_) => {}
+                None => {
+                    target.insert(k.clone(), v.clone());
+                }
+            }
+        }
+    }
+    merged
+}
+
+/// Greedy shards in tensor order: a new shard starts when the next tensor
+/// would take the current one past `max_bytes` (a larger tensor gets a
+/// shard of its own).
+fn shard_groups(tensors: &[PlannedTensor], max_bytes: u64) -> Vec<Vec<usize>> {
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let mut size = 0u64;
+    for (k, t) in tensors.iter().enumerate() {
+        match groups.last_mut() {
+            Some(g) if !g.is_empty() && size.saturating_add(t.nbytes) <= max_bytes => {
+                g.push(k);
+                size += t.nbytes;
+            }
+            _ => {
+                groups.push(vec![k]);
+                size = t.nbytes;
+            }
+        }
+    }
+    groups
+}
+
+/// Refuses any output path that is a file of the source.
+pub(super) fn check_not_source(ck: &Checkpoint, plan: &ResavePlan) -> Result<(), ResaveError> {
+    let mut sources: Vec<&Path> = ck.shards.iter().map(|s| s.file.path()).collect();
+    sources.push(&ck.path);
+    let outputs = plan
+        .files
+        .iter()
+        .map(|f| f.path.as_path())
+        .chain(plan.index.as_deref());
+    for output in outputs {
+        if let Some(source) = sources.iter().find(|s| same_file(output, s)) {
+            return Err(ResaveError::WouldOverwriteSource {
+                output: output.to_path_buf(),
+                source_file: source.to_path_buf(),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn has_extension(path: &Path, ext: &str) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case(ext))
+}
+
+fn is_json(path: &Path) -> bool {
+    has_extension(path, "json")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn planned(nbytes: u64) -> PlannedTensor {
+        PlannedTensor {
+            source: TensorRef { shard: 0, index: 0 },
+            source_name: String::new(),
+            name: String::new(),
+            source_dtype: Dtype::U8,
+            dtype: Dtype::U8,
+            shape: vec![nbytes],
+            nbytes,
+            file: 0,
+        }
+    }
+
+    #[test]
+    fn shards_are_greedy_in_order() {
+        let t: Vec<PlannedTensor> = [4, 4, 3, 10, 1, 0].into_iter().map(planned).collect();
+        assert_eq!(
+            shard_groups(&t, 8),
+            vec![vec![0, 1], vec![2], vec![3], vec![4, 5]]
+        );
+        assert_eq!(shard_groups(&t, u64::MAX), vec![vec![0, 1, 2, 3, 4, 5]]);
+    }
+}

@@ -1,0 +1,273 @@
+//! [`execute`]: a plan written file by file to temporary files, each
+//! verified by the validating reader, then all renamed into place.
+
+use std::collections::HashMap;
+use std::io::Write as _;
+
+use super::plan::{check_not_source, entries};
+use super::{PlannedFile, ResaveError, ResavePlan, ResaveReport, TensorConversion, WrittenFile};
+use crate::dtype::Dtype;
+use crate::dtype::convert::{ConversionCounts, Converter, convert_chunks};
+use crate::format::Checkpoint;
+use crate::format::SafetensorsFile;
+use crate::format::write::{WriteError, header_for_entries};
+use crate::fsio::{FinishedFile, PendingFile, ShortWriter, commit_all, copy_chunked, write_chunk};
+use crate::jobs::{CancelToken, Progress};
+
+/// Writes `plan` (from [`plan()`](super::plan()) on the same checkpoint). Progress counts
+/// bytes written; cancellation is checked between chunks of at most 8 MiB.
+pub fn execute(
+    ck: &Checkpoint,
+    plan: &ResavePlan,
+    cancel: &CancelToken,
+    progress: &Progress,
+) -> Result<ResaveReport, ResaveError> {
+    if cancel.is_cancelled() {
+        return Err(ResaveError::Cancelled);
+    }
+    check_consistent(ck, plan)?;
+    check_not_source(ck, plan)?;
+    for shard in &ck.shards {
+        shard.file.check_unchanged().map_err(ResaveError::Load)?;
+    }
+    let headers = plan
+        .files
+        .iter()
+        .map(|f| header_for_entries(&entries(plan, f), plan.metadata.as_ref()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let index_json = plan.index.as_ref().map(|_| index_document(plan));
+    let total = headers
+        .iter()
+        .map(|(h, _)| h.len() as u64)
+        .sum::<u64>()
+        .saturating_add(plan.data_bytes())
+        .saturating_add(index_json.as_ref().map_or(0, |j| j.len() as u64));
+    progress.set_total(total);
+
+    let created = match &plan.create_folder {
+        Some(folder) if !folder.exists() => {
+            std::fs::create_dir_all(folder).map_err(|e| {
+                ResaveError::Write(WriteError::Io {
+                    path: folder.clone(),
+                    source: e.into(),
+                })
+            })?;
+            Some(folder.clone())
+        }
+        _ => None,
+    };
+    let result = write_all_files(ck, plan, &headers, index_json.as_deref(), cancel, progress);
+    match result {
+        Ok(report) => Ok(report),
+        Err(e) => {
+            if let Some(folder) = created {
+                // Only succeeds when empty: never removes anything but the
+                // folder this call created.
+                let _ = std::fs::remove_dir(folder);
+            }
+            Err(e)
+        }
+    }
+}
+fn write_all_files(
+    ck: &Checkpoint,
+    plan: &ResavePlan,
+    headers: &[(Vec<u8>, Vec<usize>)],
+    index_json: Option<&[u8]>,
+    cancel: &CancelToken,
+    progress: &Progress,
+) -> Result<ResaveReport, ResaveError> {
+    let converters: HashMap<Dtype, Converter> = plan
+        .conversions
+        .iter()
+        .filter_map(|&(from, to)| Some((from, Converter::new(to, plan.overflow)?)))
+        .collect();
+    let mut budget = plan.fail_after_bytes;
+    let mut finished: Vec<FinishedFile> = Vec::with_capacity(plan.files.len() + 1);
+    let mut written = Vec::with_capacity(plan.files.len());
+    let mut conversions = Vec::new();
+    let mut bytes_written = 0u64;
+    for (file, (header, order)) in plan.files.iter().zip(headers) {
+        let mut pending = PendingFile::create(&file.path)?;
+        let mut w = ShortWriter::new(pending.writer(), budget);
+        let body = (|| -> std::io::Result<()> {
+            write_chunk(&mut w, header, header.len() as u64, cancel, progress)?;
+            for &k in order {
+                let Some(t) = file.tensors.get(k).and_then(|&ti| plan.tensors.get(ti)) else {
+                    continue;
+                };
+                let bytes = ck.bytes(t.source);
+                if t.dtype == t.source_dtype {
+                    copy_chunked(&mut w, bytes, cancel, progress)?;
+                } else if let Some(&conv) = converters.get(&t.source_dtype) {
+                    let mut counts = ConversionCounts::default();
+                    convert_chunks(t.source_dtype, bytes, conv, &mut counts, |chunk| {
+                        write_chunk(&mut w, chunk, chunk.len() as u64, cancel, progress)
+                    })?;
+                    conversions.push(TensorConversion {
+                        name: t.name.clone(),
+                        from: t.source_dtype,
+                        to: t.dtype,
+                        counts,
+                    });
+                }
+            }
+            w.flush()
+        })();
+        budget = w.remaining();
+        body.map_err(|e| pending.error(e))?;
+        let done = pending.finish()?;
+        let file_size = verify(plan, file, header, &done)?;
+        bytes_written += file_size;
+        written.push(WrittenFile {
+            path: file.path.clone(),
+            tensors: file.tensors.len(),
+            data_bytes: file.data_bytes,
+            file_size,
+        });
+        finished.push(done);
+    }
+    if let (Some(index), Some(json)) = (&plan.index, index_json) {
+        let mut pending = PendingFile::create(index)?;
+        let mut w = ShortWriter::new(pending.writer(), budget);
+        let r = w.write_all(json).and_then(|()| w.flush());
+        r.map_err(|e| pending.error(e))?;
+        progress.add(json.len() as u64);
+        bytes_written += json.len() as u64;
+        finished.push(pending.finish()?);
+    }
+    if cancel.is_cancelled() {
+        return Err(ResaveError::Cancelled);
+    }
+    commit_all(finished).map_err(ResaveError::Commit)?;
+    let mut conversion_totals = ConversionCounts::default();
+    for c in &conversions {
+        conversion_totals.add(&c.counts);
+    }
+    Ok(ResaveReport {
+        files: written,
+        index: plan.index.clone(),
+        tensors: plan.tensors.clone(),
+        conversions,
+        conversion_totals,
+        metadata: plan.metadata.clone(),
+        data_bytes: plan.data_bytes(),
+        bytes_written,
+        warnings: plan.warnings.clone(),
+    })
+}
+
+/// Re-opens a finished temporary file with the validating reader and
+/// checks it holds exactly the planned tensors; returns its size.
+fn verify(
+    plan: &ResavePlan,
+    file: &PlannedFile,
+    header: &[u8],
+    done: &FinishedFile,
+) -> Result<u64, ResaveError> {
+    let fail = |message: String| ResaveError::Verify {
+        path: file.path.clone(),
+        message,
+    };
+    let back = SafetensorsFile::open(done.temp_path()).map_err(|e| fail(e.to_string()))?;
+    let h = back.header();
+    if h.tensors.len() != file.tensors.len() {
+        return Err(fail(format!(
+            "{} tensors instead of {}",
+            h.tensors.len(),
+            file.tensors.len()
+        )));
+    }
+    for t in file.tensors.iter().filter_map(|&k| plan.tensors.get(k)) {
+        let found = h.tensors.iter().find(|i| i.name == t.name);
+        match found {
+            Some(i) if i.dtype == t.dtype && i.shape == t.shape && i.nbytes == t.nbytes => {}
+            Some(i) => {
+                return Err(fail(format!(
+                    "tensor {:?} reads back as {} {:?}",
+                    t.name, i.dtype, i.shape
+                )));
+            }
+            None => return Err(fail(format!("tensor {:?} is missing", t.name))),
+        }
+    }
+    if h.metadata != plan.metadata {
+        return Err(fail("the metadata differs".into()));
+    }
+    let expected = header.len() as u64 + file.data_bytes;
+    if back.file_size() != expected {
+        return Err(fail(format!(
+            "{} bytes instead of {expected}",
+            back.file_size()
+        )));
+    }
+    Ok(back.file_size())
+}
+
+fn index_document(plan: &ResavePlan) -> Vec<u8> {
+    let weight_map: serde_json::Map<String, serde_json::Value> = plan
+        .tensors
+        .iter()
+        .map(|t| {
+            let file = plan.files.get(t.file).map(|f| f.name.clone());
+            (
+                t.name.clone(),
+                serde_json::Value::String(file.unwrap_or_default()),
+            )
+        })
+        .collect();
+    let doc = serde_json::json!({
+        "metadata": plan.index_metadata,
+        "weight_map": weight_map,
+    });
+    let mut text = serde_json::to_vec_pretty(&doc).unwrap_or_default();
+    text.push(b'\n');
+    text
+}
+
+/// Every tensor in exactly one file, every index in range, every source
+/// tensor in the checkpoint, and sizes that match dtype × shape (the
+/// header check does the last).
+fn check_consistent(ck: &Checkpoint, plan: &ResavePlan) -> Result<(), ResaveError> {
+    let mut owner = vec![None; plan.tensors.len()];
+    for (f, file) in plan.files.iter().enumerate() {
+        for &k in &file.tensors {
+            match owner.get_mut(k) {
+                Some(slot @ None) => *slot = Some(f),
+                Some(Some(_)) => {
+                    return Err(ResaveError::InvalidPlan(format!(
+                        "tensor {k} is in two files"
+                    )));
+                }
+                None => {
+                    return Err(ResaveError::InvalidPlan(format!(
+                        "file {f} lists tensor {k}"
+                    )));
+                }
+            }
+        }
+    }
+    for (k, t) in plan.tensors.iter().enumerate() {
+        if owner[k] != Some(t.file) {
+            return Err(ResaveError::InvalidPlan(format!(
+                "tensor {:?} is not in the file it names",
+                t.name
+            )));
+        }
+        let source = ck.info(t.source);
+        if source.is_none_or(|i| i.dtype != t.source_dtype || i.shape != t.shape) {
+            return Err(ResaveError::InvalidPlan(format!(
+                "tensor {:?} does not match its source in this checkpoint",
+                t.name
+            )));
+        }
+        let converted = t.dtype != t.source_dtype;
+        if converted && !plan.conversions.contains(&(t.source_dtype, t.dtype)) {
+            return Err(ResaveError::InvalidPlan(format!(
+                "tensor {:?} changes dtype without a conversion",
+                t.name
+            )));
+        }
+    }
+    Ok(())
+}

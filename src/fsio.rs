@@ -397,8 +397,8 @@ mod tests {
 
     #[test]
     fn temporary_files_of_dead_processes_are_swept() {
-        let dir = std::env::temp_dir().join(format!("ts-sweep-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("dir");
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().to_path_buf();
         // PIDs above the kernel's limit (2^22) never run.
         let stale = dir.join(".out.bin.tmp-4194305-0");
         let other = dir.join(".other.bin.tmp-4194305-0");
@@ -411,13 +411,12 @@ mod tests {
             assert!(!stale.exists());
         }
         assert!(other.exists() && mine.exists());
-        std::fs::remove_dir_all(&dir).expect("cleanup");
     }
 
     #[test]
     fn a_cancelled_body_leaves_nothing() {
-        let dir = std::env::temp_dir().join(format!("ts-fsio-cancel-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("dir");
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().to_path_buf();
         let cancel = CancelToken::new();
         cancel.cancel();
         let r = atomic_write(&dir.join("out.bin"), |w| {
@@ -425,6 +424,5 @@ mod tests {
         });
         assert!(matches!(r, Err(FileError::Cancelled)), "{r:?}");
         assert_eq!(std::fs::read_dir(&dir).expect("list").count(), 0);
-        std::fs::remove_dir_all(&dir).expect("cleanup");
     }
 }

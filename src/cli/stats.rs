@@ -91,10 +91,14 @@ pub fn run(args: &StatsArgs, out: &mut Output) -> i32 {
     let report = match result {
         Ok(r) => r,
         Err(StatsError::Load(e)) => return report_error(out, json, &e),
-        Err(StatsError::Cancelled) => {
+        Err(e @ (StatsError::Cancelled | StatsError::NoSuchTensor { .. })) => {
+            let (kind, message) = match e {
+                StatsError::Cancelled => ("Cancelled", "the scan was cancelled".to_owned()),
+                other => ("NoSuchTensor", other.to_string()),
+            };
             let doc = ErrorDoc {
-                kind: "Cancelled".into(),
-                message: "the scan was cancelled".into(),
+                kind: kind.into(),
+                message,
                 path: Some(path_string(&ck.path)),
             };
             if json {

@@ -304,8 +304,8 @@ mod tests {
 
     #[test]
     fn cancelled_writes_leave_nothing() {
-        let dir = std::env::temp_dir().join(format!("ts-write-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("dir");
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().to_path_buf();
         let data = vec![0u8; 1 << 20];
         let t = [TensorSource {
             name: "x".into(),
@@ -322,6 +322,5 @@ mod tests {
         write_file(&target, &t, None, &CancelToken::new(), &Progress::new()).expect("write");
         let bytes = std::fs::read(&target).expect("read");
         assert!(parse(&bytes).is_ok());
-        std::fs::remove_dir_all(&dir).expect("cleanup");
     }
 }

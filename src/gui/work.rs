@@ -12,7 +12,7 @@ use super::state::{Entry, Listing, Loaded, PairDetail, SaveAsDialog, ScanProgres
 use crate::diff::{self, DiffError, DiffOptions, DiffReport, Pair};
 use crate::format::{Checkpoint, LoadError, TensorRef};
 use crate::jobs::{CancelToken, Progress, on_job_pool};
-use crate::resave::{MetadataEdit, ResaveOptions};
+use crate::resave::{MetadataEdit, ResaveOptions, parse_pair};
 use crate::stats::heatmap::{self, Heatmap, HeatmapError, HeatmapRequest};
 use crate::stats::{self, Detail, Scalar, StatsError, StatsOptions, TensorStats};
 
@@ -210,9 +210,9 @@ pub fn resave_options(d: &SaveAsDialog) -> Result<ResaveOptions, String> {
         .map(str::trim)
         .filter(|l| !l.is_empty())
         .map(|l| {
-            l.split_once('=')
+            parse_pair(l, "a rename", "FROM=TO")
                 .map(|(a, b)| (a.trim().to_owned(), b.trim().to_owned()))
-                .ok_or_else(|| format!("a rename takes FROM=TO, got {l:?}"))
+                .map_err(|e| e.to_string())
         })
         .collect::<Result<Vec<_>, _>>()?;
     let mut edits = Vec::new();

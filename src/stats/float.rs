@@ -99,6 +99,10 @@ fn prefix_targets(prefixes: &[u64], finite: u64) -> [Option<PrefixTarget>; 9] {
 }
 
 /// Statistics of a float view.
+#[expect(
+    clippy::too_many_lines,
+    reason = "the passes of one scan share their state; split, each part would take a dozen arguments"
+)]
 pub(crate) fn stats<V: View>(
     view: &V,
     options: &StatsOptions,

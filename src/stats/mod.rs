@@ -125,6 +125,15 @@ pub enum StatsError {
     /// A file changed or cannot be read any more.
     #[error(transparent)]
     Load(#[from] LoadError),
+    /// The tensor asked for is not in the checkpoint (a reference from
+    /// another checkpoint, or one that outlived a reload).
+    #[error("no tensor {index} in shard {shard} of this checkpoint")]
+    NoSuchTensor {
+        /// The shard index asked for.
+        shard: usize,
+        /// The tensor index within that shard.
+        index: usize,
+    },
 }
 
 impl From<Cancelled> for StatsError {
@@ -227,7 +236,10 @@ pub fn tensor_stats(
         .tensors
         .into_iter()
         .next()
-        .ok_or(StatsError::Cancelled)
+        .ok_or(StatsError::NoSuchTensor {
+            shard: tensor.shard,
+            index: tensor.index,
+        })
 }
 
 /// Statistics of the tensors `selection` of a checkpoint (all of them:

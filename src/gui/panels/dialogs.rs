@@ -65,7 +65,7 @@ pub fn export_ui(ctx: &egui::Context, d: &mut ExportDialog, out: &mut Vec<Comman
             }
         });
         file_row_ui(ui, &mut d.path, &d.browse, WriteForm::Export, 340.0, out);
-        if info.dtype == Dtype::BF16 || info.dtype.is_small_float() {
+        if info.dtype.needs_ml_dtypes() {
             ui.checkbox(&mut d.raw, "Raw codes (BF16 as uint16, F8 as uint8, F6/F4 one code per uint8) instead of float32 values");
         }
         ui.checkbox(&mut d.force, "Write CSV even above 10 million elements");
@@ -160,7 +160,7 @@ pub fn save_as_ui(ctx: &egui::Context, d: &mut SaveAsDialog, out: &mut Vec<Comma
                         }).response.labelled_by(from.id);
                     });
                 }
-                if d.conversions.iter().any(|c| matches!(c.to, Some(Dtype::F8E4M3 | Dtype::F8E5M2))) {
+                if d.conversions.iter().any(|c| c.to.is_some_and(Dtype::is_small_float)) {
                     ui.horizontal(|ui| {
                         ui.label("Values too large for F8:");
                         ui.selectable_value(&mut d.overflow, Overflow::Saturate, "saturate");

@@ -100,7 +100,7 @@ fn main() {
     for ck in [&a, &b_few, &b_all] {
         let _ = scan(
             ck,
-            &ck.tensors,
+            ck.tensors(),
             &StatsOptions::default(),
             &CancelToken::new(),
             &Progress::new(),
@@ -122,7 +122,7 @@ fn main() {
     let t_stats = best_of(2, || {
         scan(
             &a,
-            &a.tensors,
+            a.tensors(),
             &moments,
             &CancelToken::new(),
             &Progress::new(),
@@ -132,7 +132,7 @@ fn main() {
     let t_stats_full = best_of(2, || {
         scan(
             &a,
-            &a.tensors,
+            a.tensors(),
             &StatsOptions::default(),
             &CancelToken::new(),
             &Progress::new(),

@@ -55,14 +55,7 @@ fn main() {
     for dtype in [Dtype::F32, Dtype::BF16, Dtype::F8E4M3, Dtype::F4] {
         let bytes = data(dtype);
         let numel = bytes.len() as u64 * 8 / u64::from(dtype.bits());
-        let info = TensorInfo {
-            name: "t".into(),
-            dtype,
-            shape: vec![numel],
-            data_offsets: [0, bytes.len() as u64],
-            numel,
-            nbytes: bytes.len() as u64,
-        };
+        let info = TensorInfo::new("t".into(), dtype, vec![numel], 0).expect("whole bytes");
         let mut g = c.benchmark_group(format!("stats_{}", dtype.name()));
         g.throughput(Throughput::Bytes(bytes.len() as u64));
         for (name, options) in [

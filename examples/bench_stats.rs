@@ -211,7 +211,7 @@ fn pool(threads: usize) -> rayon::ThreadPool {
 /// Plain sum of the mapped tensor bytes as u64 words, in parallel chunks.
 fn sum_mapped(ck: &Checkpoint) -> u64 {
     use rayon::prelude::*;
-    ck.tensors
+    ck.tensors()
         .par_iter()
         .map(|t| {
             ck.bytes(*t)
@@ -250,7 +250,7 @@ fn best_of(runs: usize, mut f: impl FnMut()) -> Duration {
 fn run_scan(ck: &Checkpoint, options: &StatsOptions) {
     let report = scan(
         ck,
-        &ck.tensors,
+        ck.tensors(),
         options,
         &CancelToken::new(),
         &Progress::new(),

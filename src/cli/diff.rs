@@ -221,7 +221,10 @@ pub fn run(args: &DiffArgs, out: &mut Output) -> i32 {
     if args.only_changed {
         report.tensors.retain(|t| !t.status.is_same());
     }
-    let (pa, pb) = (a.path.display().to_string(), b.path.display().to_string());
+    let (pa, pb) = (
+        a.path().display().to_string(),
+        b.path().display().to_string(),
+    );
     if args.common.json {
         out.json(&Doc {
             a: pa,

@@ -83,7 +83,7 @@ pub struct ExportDoc {
 impl ExportDoc {
     fn new(ck: &Checkpoint, r: &ExportReport) -> Self {
         Self {
-            path: path_string(&ck.path),
+            path: path_string(ck.path()),
             tensor: r.tensor.clone(),
             dtype: r.dtype.name(),
             shape: r.shape.clone(),
@@ -124,7 +124,7 @@ pub fn run(args: &ExportArgs, out: &mut Output) -> i32 {
         let doc = ErrorDoc {
             kind: "UnknownTensor".into(),
             message: format!("no tensor named {}", display_name(&args.tensor)),
-            path: Some(path_string(&ck.path)),
+            path: Some(path_string(ck.path())),
         };
         return fail(out, json, &doc);
     };

@@ -89,53 +89,49 @@ impl InfoDoc {
     pub fn new(ck: &Checkpoint) -> Self {
         let sharded = ck.is_sharded();
         let tensors: Vec<TensorDoc> = ck
-            .tensors
-            .iter()
-            .filter_map(|t| {
-                let info = ck.info(*t)?;
-                Some(TensorDoc {
-                    name: info.name.clone(),
-                    dtype: info.dtype.name(),
-                    shape: info.shape.clone(),
-                    data_offsets: info.data_offsets,
-                    numel: info.numel,
-                    nbytes: info.nbytes,
-                    shard: sharded.then(|| ck.shards[t.shard].name.clone()),
-                })
+            .entries()
+            .map(|(t, info)| TensorDoc {
+                name: info.name().to_owned(),
+                dtype: info.dtype().name(),
+                shape: info.shape().to_vec(),
+                data_offsets: info.data_offsets(),
+                numel: info.numel(),
+                nbytes: info.nbytes(),
+                shard: sharded.then(|| ck.shards()[t.shard()].name().to_owned()),
             })
             .collect();
         let parameter_count = tensors.iter().fold(0u64, |a, t| a.saturating_add(t.numel));
         let data_bytes = tensors.iter().fold(0u64, |a, t| a.saturating_add(t.nbytes));
-        let (file_size, header_size, metadata, shards) = match &ck.kind {
+        let (file_size, header_size, metadata, shards) = match &ck.kind() {
             CheckpointKind::Single => {
-                let f = &ck.shards[0].file;
+                let f = &ck.shards()[0].file();
                 (
                     f.file_size(),
-                    Some(f.header().header_size),
-                    metadata_json(f.header().metadata.as_ref()),
+                    Some(f.header().header_size()),
+                    metadata_json(f.header().metadata()),
                     None,
                 )
             }
             CheckpointKind::Sharded { metadata, .. } => (
-                std::fs::metadata(&ck.path).map_or(0, |m| m.len()),
+                std::fs::metadata(ck.path()).map_or(0, |m| m.len()),
                 None,
                 metadata.clone(),
                 Some(
-                    ck.shards
+                    ck.shards()
                         .iter()
                         .map(|s| ShardDoc {
-                            path: path_string(s.file.path()),
-                            name: s.name.clone(),
-                            file_size: s.file.file_size(),
-                            header_size: s.file.header().header_size,
-                            metadata: metadata_json(s.file.header().metadata.as_ref()),
+                            path: path_string(s.file().path()),
+                            name: s.name().to_owned(),
+                            file_size: s.file().file_size(),
+                            header_size: s.file().header().header_size(),
+                            metadata: metadata_json(s.file().header().metadata()),
                         })
                         .collect(),
                 ),
             ),
         };
         Self {
-            path: path_string(&ck.path),
+            path: path_string(ck.path()),
             kind: if sharded { "sharded" } else { "single" },
             file_size,
             header_size,
@@ -145,7 +141,7 @@ impl InfoDoc {
             data_bytes,
             tensors,
             shards,
-            warnings: ck.warnings.clone(),
+            warnings: ck.warnings().to_vec(),
         }
     }
 

@@ -143,7 +143,7 @@ impl<'a> ResaveDoc<'a> {
                 .unwrap_or_default()
         };
         Self {
-            path: path_string(&ck.path),
+            path: path_string(ck.path()),
             output: r
                 .index
                 .as_ref()

@@ -99,7 +99,7 @@ pub fn run(args: &StatsArgs, out: &mut Output) -> i32 {
             let doc = ErrorDoc {
                 kind: kind.into(),
                 message,
-                path: Some(path_string(&ck.path)),
+                path: Some(path_string(ck.path())),
             };
             if json {
                 out.json(&doc.wrapped());
@@ -110,7 +110,7 @@ pub fn run(args: &StatsArgs, out: &mut Output) -> i32 {
     };
     if json {
         out.json(&StatsDoc {
-            path: path_string(&ck.path),
+            path: path_string(ck.path()),
             bins: args.bins,
             tensors: &report.tensors,
             summary: &report.summary,
@@ -124,7 +124,7 @@ pub fn run(args: &StatsArgs, out: &mut Output) -> i32 {
 /// The tensors to scan, in file order: all of them, or those named by
 /// `--tensor` or matched by `--tensor-regex`.
 fn select(ck: &Checkpoint, args: &StatsArgs) -> Result<Vec<TensorRef>, ErrorDoc> {
-    let path = Some(path_string(&ck.path));
+    let path = Some(path_string(ck.path()));
     let regex = match &args.tensor_regex {
         Some(re) => Some(regex::Regex::new(re).map_err(|e| ErrorDoc {
             kind: "Usage".into(),
@@ -143,16 +143,16 @@ fn select(ck: &Checkpoint, args: &StatsArgs) -> Result<Vec<TensorRef>, ErrorDoc>
         }
     }
     if args.tensors.is_empty() && regex.is_none() {
-        return Ok(ck.tensors.clone());
+        return Ok(ck.tensors().to_vec());
     }
     Ok(ck
-        .tensors
+        .tensors()
         .iter()
         .copied()
         .filter(|t| {
             ck.info(*t).is_some_and(|i| {
-                args.tensors.contains(&i.name)
-                    || regex.as_ref().is_some_and(|r| r.is_match(&i.name))
+                args.tensors.iter().any(|n| n == i.name())
+                    || regex.as_ref().is_some_and(|r| r.is_match(i.name()))
             })
         })
         .collect())

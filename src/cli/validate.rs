@@ -50,10 +50,10 @@ impl ValidateDoc {
     /// The document for a checkpoint that opened.
     pub fn valid(ck: &Checkpoint) -> Self {
         Self {
-            path: path_string(&ck.path),
+            path: path_string(ck.path()),
             valid: true,
             error: None,
-            warnings: ck.warnings.clone(),
+            warnings: ck.warnings().to_vec(),
         }
     }
 

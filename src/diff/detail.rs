@@ -24,21 +24,21 @@ pub fn delta_histogram(
     let (Some(ia), Some(ib)) = (a.info(pair.a), b.info(pair.b)) else {
         return Ok(None);
     };
-    if ia.shape != ib.shape || ia.dtype == Dtype::C64 || ib.dtype == Dtype::C64 {
+    if ia.shape() != ib.shape() || ia.dtype() == Dtype::C64 || ib.dtype() == Dtype::C64 {
         return Ok(None);
     }
     let (ba, bb) = (a.bytes(pair.a), b.bytes(pair.b));
     let bins = bins.clamp(1, 4096);
-    progress.set_total(2 * (ia.nbytes + ib.nbytes));
+    progress.set_total(2 * (ia.nbytes() + ib.nbytes()));
     let mut va = vec![0f64; CHUNK_ELEMENTS];
     let mut vb = vec![0f64; CHUNK_ELEMENTS];
     let mut pass = |f: &mut dyn FnMut(f64)| -> Result<(), Cancelled> {
         let mut first = 0u64;
-        while first < ia.numel {
+        while first < ia.numel() {
             cancel.check()?;
-            let n = ((ia.numel - first).min(CHUNK_ELEMENTS as u64)) as usize;
-            let ga = decode_f64(ia.dtype, ba, first, &mut va[..n], options.bit_order);
-            let gb = decode_f64(ib.dtype, bb, first, &mut vb[..n], options.bit_order);
+            let n = ((ia.numel() - first).min(CHUNK_ELEMENTS as u64)) as usize;
+            let ga = decode_f64(ia.dtype(), ba, first, &mut va[..n], options.bit_order);
+            let gb = decode_f64(ib.dtype(), bb, first, &mut vb[..n], options.bit_order);
             let got = ga.min(gb);
             if got == 0 {
                 break;
@@ -49,7 +49,8 @@ pub fn delta_histogram(
                     f(d);
                 }
             }
-            progress.add(((got as u64) * u64::from(ia.dtype.bits() + ib.dtype.bits())).div_ceil(8));
+            progress
+                .add(((got as u64) * u64::from(ia.dtype().bits() + ib.dtype().bits())).div_ceil(8));
             first += got as u64;
         }
         Ok(())
@@ -98,11 +99,15 @@ pub fn abs_delta_map(
     let (Some(ia), Some(ib)) = (a.info(pair.a), b.info(pair.b)) else {
         return Ok(None);
     };
-    if ia.shape != ib.shape || ia.numel == 0 || ia.dtype == Dtype::C64 || ib.dtype == Dtype::C64 {
+    if ia.shape() != ib.shape()
+        || ia.numel() == 0
+        || ia.dtype() == Dtype::C64
+        || ib.dtype() == Dtype::C64
+    {
         return Ok(None);
     }
-    let cols = ia.shape.last().copied().unwrap_or(1).max(1);
-    let rows = ia.numel / cols;
+    let cols = ia.shape().last().copied().unwrap_or(1).max(1);
+    let rows = ia.numel() / cols;
     let side = max_side.max(1) as u64;
     let (height, width) = (rows.min(side) as usize, cols.min(side) as usize);
     let mut cells = vec![f64::NAN; width * height];
@@ -110,18 +115,14 @@ pub fn abs_delta_map(
     let (ba, bb) = (a.bytes(pair.a), b.bytes(pair.b));
     let mut va = vec![0f64; CHUNK_ELEMENTS];
     let mut vb = vec![0f64; CHUNK_ELEMENTS];
-    progress.set_total(ia.nbytes + ib.nbytes);
+    progress.set_total(ia.nbytes() + ib.nbytes());
     let mut first = 0u64;
-    while first < ia.numel {
+    while first < ia.numel() {
         cancel.check()?;
-        let n = ((ia.numel - first).min(CHUNK_ELEMENTS as u64)) as usize;
-        let got = decode_f64(ia.dtype, ba, first, &mut va[..n], options.bit_order).min(decode_f64(
-            ib.dtype,
-            bb,
-            first,
-            &mut vb[..n],
-            options.bit_order,
-        ));
+        let n = ((ia.numel() - first).min(CHUNK_ELEMENTS as u64)) as usize;
+        let got = decode_f64(ia.dtype(), ba, first, &mut va[..n], options.bit_order).min(
+            decode_f64(ib.dtype(), bb, first, &mut vb[..n], options.bit_order),
+        );
         if got == 0 {
             break;
         }
@@ -139,7 +140,7 @@ pub fn abs_delta_map(
                 non_finite[cell] = true;
             }
         }
-        progress.add(((got as u64) * u64::from(ia.dtype.bits() + ib.dtype.bits())).div_ceil(8));
+        progress.add(((got as u64) * u64::from(ia.dtype().bits() + ib.dtype().bits())).div_ceil(8));
         first += got as u64;
     }
     Ok(Some(Heatmap::from_cells(

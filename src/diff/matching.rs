@@ -40,11 +40,11 @@ pub fn match_key(name: &str, options: &DiffOptions, side: Side) -> String {
 /// The metadata of a checkpoint as strings (a shard index's values that
 /// are not strings are written as JSON).
 pub fn metadata_of(ck: &Checkpoint) -> BTreeMap<String, String> {
-    match &ck.kind {
+    match &ck.kind() {
         CheckpointKind::Single => ck
-            .shards
+            .shards()
             .first()
-            .and_then(|s| s.file.header().metadata.clone())
+            .and_then(|s| s.file().header().metadata().cloned())
             .unwrap_or_default(),
         CheckpointKind::Sharded { metadata, .. } => metadata
             .as_object()
@@ -106,34 +106,28 @@ pub fn match_tensors(
     b: &Checkpoint,
     options: &DiffOptions,
 ) -> (Vec<Pair>, Vec<String>, Vec<String>) {
-    let mut in_a: HashMap<String, TensorRef> = HashMap::with_capacity(a.tensors.len());
-    for t in &a.tensors {
-        if let Some(info) = a.info(*t) {
-            in_a.insert(match_key(&info.name, options, Side::A), *t);
-        }
+    let mut in_a: HashMap<String, TensorRef> = HashMap::with_capacity(a.tensors().len());
+    for (t, info) in a.entries() {
+        in_a.insert(match_key(info.name(), options, Side::A), t);
     }
     let mut pairs = Vec::new();
     let mut only_b = Vec::new();
     let mut matched: BTreeSet<String> = BTreeSet::new();
-    for t in &b.tensors {
-        let Some(info) = b.info(*t) else {
-            continue;
-        };
-        let key = match_key(&info.name, options, Side::B);
+    for (t, info) in b.entries() {
+        let key = match_key(info.name(), options, Side::B);
         match in_a.get(&key) {
             Some(ta) => {
-                pairs.push(Pair { a: *ta, b: *t });
+                pairs.push(Pair { a: *ta, b: t });
                 matched.insert(key);
             }
-            None => only_b.push(info.name.clone()),
+            None => only_b.push(info.name().to_owned()),
         }
     }
     let mut only_a: Vec<String> = a
-        .tensors
-        .iter()
-        .filter_map(|t| a.info(*t))
-        .filter(|i| !matched.contains(&match_key(&i.name, options, Side::A)))
-        .map(|i| i.name.clone())
+        .entries()
+        .map(|(_, i)| i)
+        .filter(|i| !matched.contains(&match_key(i.name(), options, Side::A)))
+        .map(|i| i.name().to_owned())
         .collect();
     only_a.sort();
     only_b.sort();

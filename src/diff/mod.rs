@@ -220,19 +220,27 @@ pub fn diff(
     progress: &Progress,
 ) -> Result<DiffReport, DiffError> {
     for ck in [a, b] {
-        for shard in &ck.shards {
-            shard.file.check_unchanged()?;
+        for shard in ck.shards() {
+            shard.file().check_unchanged()?;
         }
     }
     let (pairs, only_in_a, only_in_b) = match_tensors(a, b, options);
     let total: u64 = pairs
         .iter()
-        .map(|p| a.info(p.a).map_or(0, |i| i.nbytes) + b.info(p.b).map_or(0, |i| i.nbytes))
+        .map(|p| {
+            a.info(p.a).map_or(0, crate::format::TensorInfo::nbytes)
+                + b.info(p.b).map_or(0, crate::format::TensorInfo::nbytes)
+        })
         .sum();
     progress.set_total(total);
     // Largest first so the tail of the parallel run is short.
     let mut order: Vec<usize> = (0..pairs.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(a.info(pairs[i].a).map_or(0, |x| x.nbytes)));
+    order.sort_by_key(|&i| {
+        std::cmp::Reverse(
+            a.info(pairs[i].a)
+                .map_or(0, crate::format::TensorInfo::nbytes),
+        )
+    });
     let mut results: Vec<(usize, TensorDiff)> = order
         .par_iter()
         .map(|&i| diff_pair(a, b, pairs[i], options, cancel, progress).map(|d| d.map(|d| (i, d))))

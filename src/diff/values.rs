@@ -222,13 +222,13 @@ pub fn diff_pair(
         return Ok(None);
     };
     let mut out = TensorDiff {
-        name: ib.name.clone(),
-        name_a: (ia.name != ib.name).then(|| ia.name.clone()),
+        name: ib.name().to_owned(),
+        name_a: (ia.name() != ib.name()).then(|| ia.name().to_owned()),
         status: Status::Identical,
-        dtype_a: ia.dtype,
-        dtype_b: ib.dtype,
-        shape_a: ia.shape.clone(),
-        shape_b: ib.shape.clone(),
+        dtype_a: ia.dtype(),
+        dtype_b: ib.dtype(),
+        shape_a: ia.shape().to_vec(),
+        shape_b: ib.shape().to_vec(),
         max_abs_diff: None,
         mean_abs_diff: None,
         rms_diff: None,
@@ -239,31 +239,38 @@ pub fn diff_pair(
         nan_mismatches: None,
         delta_log2_histogram: None,
     };
-    if ia.shape != ib.shape {
+    if ia.shape() != ib.shape() {
         out.status = Status::ShapeChanged;
-        progress.add(ia.nbytes + ib.nbytes);
+        progress.add(ia.nbytes() + ib.nbytes());
         return Ok(Some(out));
     }
     let (ba, bb) = (a.bytes(pair.a), b.bytes(pair.b));
-    if ia.dtype == ib.dtype && bytes_equal(ba, bb, cancel, progress)? {
+    if ia.dtype() == ib.dtype() && bytes_equal(ba, bb, cancel, progress)? {
         out.status = Status::Identical;
         out.max_abs_diff = Some(0.0);
         out.mean_abs_diff = Some(0.0);
         out.rms_diff = Some(0.0);
         out.rel_l2 = Some(0.0);
         out.changed_elements = Some(0);
-        out.changed_fraction = (ia.numel > 0).then_some(0.0);
+        out.changed_fraction = (ia.numel() > 0).then_some(0.0);
         out.nan_mismatches = Some(0);
         return Ok(Some(out));
     }
-    let comparable = (ia.dtype == Dtype::C64) == (ib.dtype == Dtype::C64);
+    let comparable = (ia.dtype() == Dtype::C64) == (ib.dtype() == Dtype::C64);
     if !comparable {
         out.status = Status::DtypeChanged;
-        progress.add(ia.nbytes + ib.nbytes);
+        progress.add(ia.nbytes() + ib.nbytes());
         return Ok(Some(out));
     }
     let acc = compare_values(
-        ia.dtype, ba, ib.dtype, bb, ia.numel, options, cancel, progress,
+        ia.dtype(),
+        ba,
+        ib.dtype(),
+        bb,
+        ia.numel(),
+        options,
+        cancel,
+        progress,
     )?;
     let n = acc.n_finite;
     let fin = |x: f64| x.is_finite().then_some(x);
@@ -284,7 +291,7 @@ pub fn diff_pair(
             .then(|| (acc.sum_ab / (norm_a * norm_b)).clamp(-1.0, 1.0));
     }
     out.changed_elements = Some(acc.changed);
-    out.changed_fraction = (ia.numel > 0).then(|| acc.changed as f64 / ia.numel as f64);
+    out.changed_fraction = (ia.numel() > 0).then(|| acc.changed as f64 / ia.numel() as f64);
     out.nan_mismatches = Some(acc.mismatches);
     out.delta_log2_histogram = Some(DeltaLog2Histogram {
         exponents: (0..acc.log2.len())
@@ -294,7 +301,7 @@ pub fn diff_pair(
         counts: acc.log2.iter().copied().filter(|&c| c > 0).collect(),
         zeros: acc.zeros,
     });
-    out.status = if ia.dtype != ib.dtype {
+    out.status = if ia.dtype() != ib.dtype() {
         Status::DtypeChanged
     } else if acc.changed == 0 {
         Status::Equal

@@ -35,7 +35,7 @@
 //! use tensorscope::jobs::Job;
 //!
 //! let ck = Arc::new(Checkpoint::open(Path::new("model.safetensors"))?);
-//! let t = ck.tensors[3];
+//! let t = ck.tensors()[3];
 //! let opts = ExportOptions::default(); // or heatmap: Some(the view's HeatmapRequest)
 //! let job = Job::spawn("export", || {}, {
 //!     let ck = Arc::clone(&ck);
@@ -365,21 +365,21 @@ pub fn export_tensor(
     progress: &Progress,
 ) -> Result<ExportReport, ExportError> {
     let info = ck.info(t).ok_or(ExportError::NoSuchTensor)?;
-    let mut sources: Vec<&Path> = ck.shards.iter().map(|s| s.file.path()).collect();
-    sources.push(&ck.path);
+    let mut sources: Vec<&Path> = ck.shards().iter().map(|s| s.file().path()).collect();
+    sources.push(ck.path());
     if let Some(source) = sources.into_iter().find(|s| same_file(out, s)) {
         return Err(ExportError::WouldOverwriteSource {
             output: out.to_path_buf(),
             source_file: source.to_path_buf(),
         });
     }
-    if let Some(shard) = ck.shards.get(t.shard) {
-        shard.file.check_unchanged().map_err(ExportError::Load)?;
+    if let Some(shard) = ck.shards().get(t.shard()) {
+        shard.file().check_unchanged().map_err(ExportError::Load)?;
     }
     let view = TensorView {
-        name: &info.name,
-        dtype: info.dtype,
-        shape: &info.shape,
+        name: info.name(),
+        dtype: info.dtype(),
+        shape: info.shape(),
         bytes: ck.bytes(t),
     };
     export_view(view, out, opts, cancel, progress)

@@ -31,20 +31,48 @@ pub enum CheckpointKind {
 /// One file of a checkpoint.
 #[derive(Debug)]
 pub struct Shard {
-    /// The shard's name as the index writes it (the file name for a single
-    /// file).
-    pub name: String,
-    /// The opened file: mapped, its header validated.
-    pub file: SafetensorsFile,
+    name: String,
+    file: SafetensorsFile,
 }
 
-/// Where a tensor of the checkpoint lives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+impl Shard {
+    /// The shard's name as the index writes it (the file name for a single
+    /// file).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The opened file: mapped, its header validated.
+    pub fn file(&self) -> &SafetensorsFile {
+        &self.file
+    }
+}
+
+/// Where a tensor of a checkpoint lives. Made only by [`Checkpoint`], so
+/// a reference from a checkpoint always finds its tensor there (use it with
+/// the checkpoint it came from).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TensorRef {
+    shard: usize,
+    index: usize,
+}
+
+impl TensorRef {
+    /// A reference for the crate's own tests, which build plans by hand.
+    #[cfg(test)]
+    pub(crate) const fn for_tests(shard: usize, index: usize) -> Self {
+        Self { shard, index }
+    }
+
     /// Index into [`Checkpoint::shards`] (0 for a single file).
-    pub shard: usize,
+    pub fn shard(self) -> usize {
+        self.shard
+    }
+
     /// Index into that shard's header tensors.
-    pub index: usize,
+    pub fn index(self) -> usize {
+        self.index
+    }
 }
 
 /// Something worth telling the user that does not make the checkpoint invalid.
@@ -63,23 +91,97 @@ pub struct Warning {
 }
 
 /// An opened, validated checkpoint: one file or every shard of an index,
-/// mapped read-only, with its tensors in offset order.
+/// mapped read-only, with its tensors in offset order. Made only by
+/// [`Checkpoint::open`]; every [`TensorRef`] in [`Checkpoint::tensors`]
+/// finds its entry.
 #[derive(Debug)]
 pub struct Checkpoint {
-    /// The path that was opened: a file or an index (a folder resolves to
-    /// the file inside it).
-    pub path: PathBuf,
-    /// A single file or a sharded model.
-    pub kind: CheckpointKind,
-    /// The files; exactly one for a single file, in name order for shards.
-    pub shards: Vec<Shard>,
-    /// Every tensor: offset order within a shard, shard by shard.
-    pub tensors: Vec<TensorRef>,
-    /// Quirks and inconsistencies found while opening.
-    pub warnings: Vec<Warning>,
+    path: PathBuf,
+    kind: CheckpointKind,
+    shards: Vec<Shard>,
+    tensors: Vec<TensorRef>,
+    warnings: Vec<Warning>,
+    /// Position in `tensors` by name (the first, when a sharded model holds
+    /// a name twice), so lookups by name cost O(1).
+    by_name: HashMap<String, usize>,
 }
 
 impl Checkpoint {
+    /// Assembles a checkpoint from validated shards and indexes its names.
+    fn new(
+        path: PathBuf,
+        kind: CheckpointKind,
+        shards: Vec<Shard>,
+        tensors: Vec<TensorRef>,
+        warnings: Vec<Warning>,
+    ) -> Self {
+        let mut by_name = HashMap::with_capacity(tensors.len());
+        for (position, t) in tensors.iter().enumerate() {
+            if let Some(info) = shards
+                .get(t.shard)
+                .and_then(|s| s.file.header().tensors().get(t.index))
+            {
+                by_name.entry(info.name().to_owned()).or_insert(position);
+            }
+        }
+        Self {
+            path,
+            kind,
+            shards,
+            tensors,
+            warnings,
+            by_name,
+        }
+    }
+
+    /// The path that was opened: a file or an index (a folder resolves to
+    /// the file inside it).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// A single file or a sharded model.
+    pub fn kind(&self) -> &CheckpointKind {
+        &self.kind
+    }
+
+    /// The files; exactly one for a single file, in name order for shards.
+    pub fn shards(&self) -> &[Shard] {
+        &self.shards
+    }
+
+    /// Every tensor: offset order within a shard, shard by shard.
+    pub fn tensors(&self) -> &[TensorRef] {
+        &self.tensors
+    }
+
+    /// Quirks and inconsistencies found while opening.
+    pub fn warnings(&self) -> &[Warning] {
+        &self.warnings
+    }
+
+    /// Every tensor with its header entry, in [`Checkpoint::tensors`] order.
+    pub fn entries(&self) -> impl ExactSizeIterator<Item = (TensorRef, &TensorInfo)> + '_ {
+        self.tensors.iter().map(|&t| (t, self.entry_of(t)))
+    }
+
+    /// The tensor at `position` in [`Checkpoint::tensors`], with its entry.
+    pub fn entry(&self, position: usize) -> Option<(TensorRef, &TensorInfo)> {
+        let t = *self.tensors.get(position)?;
+        Some((t, self.entry_of(t)))
+    }
+
+    /// The entry of one of this checkpoint's own references.
+    fn entry_of(&self, t: TensorRef) -> &TensorInfo {
+        // Every reference in `tensors` was made from its shard's header.
+        &self.shards[t.shard].file.header().tensors()[t.index]
+    }
+
+    /// The position in [`Checkpoint::tensors`] of the tensor called `name`.
+    pub fn position(&self, name: &str) -> Option<usize> {
+        self.by_name.get(name).copied()
+    }
+
     /// Opens a safetensors file, a shard index (`*.json`), or a folder that
     /// holds one of them.
     pub fn open(path: &Path) -> Result<Self, LoadError> {
@@ -97,16 +199,16 @@ impl Checkpoint {
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
             let warnings = format_warnings(&file, None);
-            let tensors = (0..file.header().tensors.len())
+            let tensors = (0..file.header().tensors().len())
                 .map(|index| TensorRef { shard: 0, index })
                 .collect();
-            Ok(Self {
+            Ok(Self::new(
                 path,
-                kind: CheckpointKind::Single,
-                shards: vec![Shard { name, file }],
+                CheckpointKind::Single,
+                vec![Shard { name, file }],
                 tensors,
                 warnings,
-            })
+            ))
         }
     }
 
@@ -115,9 +217,15 @@ impl Checkpoint {
         matches!(self.kind, CheckpointKind::Sharded { .. })
     }
 
-    /// The header entry of a tensor.
+    /// The header entry of a tensor; `None` for a reference this
+    /// checkpoint did not make (one of another checkpoint).
     pub fn info(&self, t: TensorRef) -> Option<&TensorInfo> {
-        self.shards.get(t.shard)?.file.header().tensors.get(t.index)
+        self.shards
+            .get(t.shard)?
+            .file
+            .header()
+            .tensors()
+            .get(t.index)
     }
 
     /// The bytes of a tensor: a slice of its shard's mapping.
@@ -128,21 +236,15 @@ impl Checkpoint {
         }
     }
 
-    /// Finds a tensor by name.
+    /// Finds a tensor by name, in O(1).
     pub fn find(&self, name: &str) -> Option<TensorRef> {
-        self.tensors
-            .iter()
-            .copied()
-            .find(|t| self.info(*t).is_some_and(|i| i.name == name))
+        self.position(name)
+            .and_then(|p| self.tensors.get(p).copied())
     }
 
     /// Total bytes of tensor data over every shard.
     pub fn data_bytes(&self) -> u64 {
-        self.tensors
-            .iter()
-            .filter_map(|t| self.info(*t))
-            .map(|i| i.nbytes)
-            .sum()
+        self.entries().map(|(_, i)| i.nbytes()).sum()
     }
 
     fn open_index(path: &Path) -> Result<Self, LoadError> {
@@ -214,8 +316,8 @@ impl Checkpoint {
         // Where each name really is.
         let mut found: HashMap<&str, Vec<usize>> = HashMap::new();
         for (s, shard) in shards.iter().enumerate() {
-            for t in &shard.file.header().tensors {
-                found.entry(t.name.as_str()).or_default().push(s);
+            for t in shard.file.header().tensors() {
+                found.entry(t.name()).or_default().push(s);
             }
         }
         for (tensor, shard) in &weight_map {
@@ -232,17 +334,17 @@ impl Checkpoint {
         let mut tensors = Vec::new();
         let mut data_total: u64 = 0;
         for (s, shard) in shards.iter().enumerate() {
-            for (index, t) in shard.file.header().tensors.iter().enumerate() {
-                match weight_map.get(t.name.as_str()) {
+            for (index, t) in shard.file.header().tensors().iter().enumerate() {
+                match weight_map.get(t.name()) {
                     Some(owner) if *owner == shard.name => {}
                     Some(owner) => {
                         warnings.push(Warning {
                             kind: "ShardDuplicate",
                             message: format!(
                                 "shard {:?} also holds tensor {:?}, which the index maps to {owner:?}; this copy is ignored",
-                                shard.name, t.name
+                                shard.name, t.name()
                             ),
-                            tensor: Some(t.name.clone()),
+                            tensor: Some(t.name().to_owned()),
                             shard: Some(shard.name.clone()),
                         });
                         continue;
@@ -251,13 +353,13 @@ impl Checkpoint {
                         kind: "NotInWeightMap",
                         message: format!(
                             "shard {:?} holds tensor {:?}, which the index's weight_map does not list",
-                            shard.name, t.name
+                            shard.name, t.name()
                         ),
-                        tensor: Some(t.name.clone()),
+                        tensor: Some(t.name().to_owned()),
                         shard: Some(shard.name.clone()),
                     }),
                 }
-                data_total = data_total.saturating_add(t.nbytes);
+                data_total = data_total.saturating_add(t.nbytes());
                 tensors.push(TensorRef { shard: s, index });
             }
         }
@@ -281,16 +383,16 @@ impl Checkpoint {
                 shard: None,
             }),
         }
-        Ok(Self {
-            path: path.to_path_buf(),
-            kind: CheckpointKind::Sharded {
+        Ok(Self::new(
+            path.to_path_buf(),
+            CheckpointKind::Sharded {
                 metadata,
                 total_size,
             },
             shards,
             tensors,
             warnings,
-        })
+        ))
     }
 }
 
@@ -333,7 +435,7 @@ fn check_shard_name(name: &str) -> Result<(), &'static str> {
 
 fn format_warnings(file: &SafetensorsFile, shard: Option<&str>) -> Vec<Warning> {
     file.header()
-        .warnings
+        .warnings()
         .iter()
         .map(|w| Warning {
             kind: w.kind(),

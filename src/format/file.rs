@@ -72,8 +72,8 @@ impl SafetensorsFile {
     pub fn tensor_bytes(&self, tensor: &TensorInfo) -> &[u8] {
         let start = self.header.data_start();
         let range = start
-            .checked_add(tensor.data_offsets[0])
-            .zip(start.checked_add(tensor.data_offsets[1]))
+            .checked_add(tensor.data_offsets()[0])
+            .zip(start.checked_add(tensor.data_offsets()[1]))
             .and_then(|(b, e)| Some(usize::try_from(b).ok()?..usize::try_from(e).ok()?));
         range.and_then(|r| self.map.get(r)).unwrap_or(&[])
     }

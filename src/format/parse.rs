@@ -17,41 +17,104 @@ pub const N_LEN: u64 = 8;
 /// The largest header the reference accepts.
 pub const MAX_HEADER_SIZE: u64 = 100_000_000;
 
-/// One validated tensor entry: its offsets lie inside the data buffer and
-/// span exactly `nbytes`.
+/// One validated tensor entry: its offsets span exactly the bytes its dtype
+/// and shape need. Made only by [`parse`] (whose entries also lie inside
+/// their file's data buffer) and [`TensorInfo::new`], so every value read
+/// through the accessors holds these invariants.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TensorInfo {
-    /// The name (after JSON unescaping; may be empty or hold any character).
-    pub name: String,
-    /// The element type, parsed from the header's exact, case-sensitive name.
-    pub dtype: Dtype,
-    /// Dimensions; empty for a scalar.
-    pub shape: Vec<u64>,
-    /// Byte range relative to the start of the data buffer: `[begin, end)`.
-    pub data_offsets: [u64; 2],
-    /// Number of elements (1 for a scalar, 0 when a dimension is 0).
-    pub numel: u64,
-    /// Size of the data in bytes (`end - begin`).
-    pub nbytes: u64,
+    name: String,
+    dtype: Dtype,
+    shape: Vec<u64>,
+    data_offsets: [u64; 2],
+    numel: u64,
+    nbytes: u64,
 }
 
-/// A parsed and validated header.
+impl TensorInfo {
+    /// An entry of `dtype` and `shape` whose data starts `begin` bytes into
+    /// a data buffer; `None` when its size overflows or is not whole bytes.
+    /// (For tensors that come from elsewhere than a file's header, such as
+    /// a slice of memory given to `stats::stats_of`.)
+    pub fn new(name: String, dtype: Dtype, shape: Vec<u64>, begin: u64) -> Option<Self> {
+        let numel = shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d))?;
+        let nbytes = dtype.byte_len(&shape)?;
+        let end = begin.checked_add(nbytes)?;
+        Some(Self {
+            name,
+            dtype,
+            shape,
+            data_offsets: [begin, end],
+            numel,
+            nbytes,
+        })
+    }
+
+    /// The name (after JSON unescaping; may be empty or hold any character).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The element type, parsed from the header's exact, case-sensitive name.
+    pub fn dtype(&self) -> Dtype {
+        self.dtype
+    }
+
+    /// Dimensions; empty for a scalar.
+    pub fn shape(&self) -> &[u64] {
+        &self.shape
+    }
+
+    /// Byte range relative to the start of the data buffer: `[begin, end)`.
+    pub fn data_offsets(&self) -> [u64; 2] {
+        self.data_offsets
+    }
+
+    /// Number of elements (1 for a scalar, 0 when a dimension is 0).
+    pub fn numel(&self) -> u64 {
+        self.numel
+    }
+
+    /// Size of the data in bytes (`end - begin`).
+    pub fn nbytes(&self) -> u64 {
+        self.nbytes
+    }
+}
+
+/// A parsed and validated header, made only by [`parse`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Header {
-    /// N: the header length in bytes, as stored in bytes 0..8.
-    pub header_size: u64,
-    /// The `__metadata__` object; `None` when absent or `null`.
-    pub metadata: Option<BTreeMap<String, String>>,
-    /// Every tensor, in offset order (ties broken by name).
-    pub tensors: Vec<TensorInfo>,
-    /// Quirks the reference accepts, in the order they were found.
-    pub warnings: Vec<FormatWarning>,
+    /// N, as stored in bytes 0..8.
+    length: u64,
+    metadata: Option<BTreeMap<String, String>>,
+    tensors: Vec<TensorInfo>,
+    warnings: Vec<FormatWarning>,
 }
 
 impl Header {
+    /// N: the header length in bytes, as stored in bytes 0..8.
+    pub fn header_size(&self) -> u64 {
+        self.length
+    }
+
+    /// The `__metadata__` object; `None` when absent or `null`.
+    pub fn metadata(&self) -> Option<&BTreeMap<String, String>> {
+        self.metadata.as_ref()
+    }
+
+    /// Every tensor, in offset order (ties broken by name).
+    pub fn tensors(&self) -> &[TensorInfo] {
+        &self.tensors
+    }
+
+    /// Quirks the reference accepts, in the order they were found.
+    pub fn warnings(&self) -> &[FormatWarning] {
+        &self.warnings
+    }
+
     /// File offset where the data buffer starts (8 + N).
     pub fn data_start(&self) -> u64 {
-        N_LEN + self.header_size
+        N_LEN + self.length
     }
 
     /// End of the data buffer relative to its start (the last tensor's end).
@@ -131,7 +194,7 @@ pub fn parse(file: &[u8]) -> Result<Header, FormatError> {
         });
     }
     Ok(Header {
-        header_size,
+        length: header_size,
         metadata: raw.metadata,
         tensors,
         warnings: raw.warnings,

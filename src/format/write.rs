@@ -265,7 +265,7 @@ mod tests {
         file.extend_from_slice(&b);
         file.extend_from_slice(&a);
         let parsed = parse(&file).expect("valid");
-        assert_eq!(parsed.tensors[1].name, "z_small");
+        assert_eq!(parsed.tensors()[1].name(), "z_small");
     }
 
     #[test]

@@ -93,8 +93,8 @@ impl TensorscopeApp {
             if tab.load.poll()
                 && let Some(loaded) = tab.load.value()
             {
-                tab.path.clone_from(&loaded.ck.path);
-                opened.push(loaded.ck.path.clone());
+                tab.path = loaded.ck.path().to_path_buf();
+                opened.push(loaded.ck.path().to_path_buf());
                 tab.table.dirty = true;
             }
             tab.tensor.stats.poll();

@@ -152,11 +152,7 @@ impl NameFilter {
 /// Each tensor's position in natural name order (ties by index), computed
 /// once when a file opens so that sorting by name is a sort of integers.
 pub fn name_ranks(ck: &Checkpoint) -> Vec<u32> {
-    let names: Vec<&str> = ck
-        .tensors
-        .iter()
-        .map(|t| ck.info(*t).map_or("", |i| i.name.as_str()))
-        .collect();
+    let names: Vec<&str> = ck.entries().map(|(_, i)| i.name()).collect();
     let mut order: Vec<usize> = (0..names.len()).collect();
     order.sort_by(|&a, &b| natural_cmp(names[a], names[b]));
     let mut ranks = vec![0u32; names.len()];
@@ -176,12 +172,11 @@ pub fn visible_rows(
     sort: Option<(Column, Direction)>,
     scan: &dyn Fn(usize) -> Option<ScanFigures>,
 ) -> Vec<usize> {
-    let infos: Vec<Option<&TensorInfo>> = ck.tensors.iter().map(|t| ck.info(*t)).collect();
-    let mut rows: Vec<usize> = (0..ck.tensors.len())
+    let infos: Vec<&TensorInfo> = ck.entries().map(|(_, i)| i).collect();
+    let mut rows: Vec<usize> = (0..infos.len())
         .filter(|&i| {
-            infos[i].is_some_and(|info| {
-                dtype.is_none_or(|d| info.dtype == d) && filter.matches(&info.name)
-            })
+            let info = infos[i];
+            dtype.is_none_or(|d| info.dtype() == d) && filter.matches(info.name())
         })
         .collect();
     let Some((column, direction)) = sort else {
@@ -190,19 +185,20 @@ pub fn visible_rows(
     let key_f64 = |v: Option<f64>| v.unwrap_or(f64::NAN);
     let rank = |i: usize| name_rank.get(i).copied().unwrap_or(u32::MAX);
     let cmp = |&a: &usize, &b: &usize| -> Ordering {
-        let (Some(x), Some(y)) = (infos[a], infos[b]) else {
-            return Ordering::Equal;
-        };
+        let (x, y) = (infos[a], infos[b]);
         let ord = match column {
             Column::Name => rank(a).cmp(&rank(b)),
-            Column::Dtype => x.dtype.writer_rank().cmp(&y.dtype.writer_rank()).reverse(),
-            Column::Shape => x.shape.cmp(&y.shape),
-            Column::Elements => x.numel.cmp(&y.numel),
-            Column::Bytes => x.nbytes.cmp(&y.nbytes),
-            Column::Offsets => {
-                (ck.tensors[a].shard, x.data_offsets).cmp(&(ck.tensors[b].shard, y.data_offsets))
-            }
-            Column::Shard => ck.tensors[a].shard.cmp(&ck.tensors[b].shard),
+            Column::Dtype => x
+                .dtype()
+                .writer_rank()
+                .cmp(&y.dtype().writer_rank())
+                .reverse(),
+            Column::Shape => x.shape().cmp(y.shape()),
+            Column::Elements => x.numel().cmp(&y.numel()),
+            Column::Bytes => x.nbytes().cmp(&y.nbytes()),
+            Column::Offsets => (ck.tensors()[a].shard(), x.data_offsets())
+                .cmp(&(ck.tensors()[b].shard(), y.data_offsets())),
+            Column::Shard => ck.tensors()[a].shard().cmp(&ck.tensors()[b].shard()),
             Column::Min | Column::Max | Column::Std | Column::NonFinite => {
                 let pick = |i: usize| {
                     scan(i).map(|s| match column {
@@ -304,20 +300,20 @@ pub fn tree_rows(ck: &Checkpoint, rows: &[usize], expanded: &BTreeSet<String>) -
     }
     let mut root = Node::default();
     for &i in rows {
-        let Some(info) = ck.tensors.get(i).and_then(|t| ck.info(*t)) else {
+        let Some((_, info)) = ck.entry(i) else {
             continue;
         };
-        let parts: Vec<&str> = info.name.split('.').collect();
+        let parts: Vec<&str> = info.name().split('.').collect();
         let mut node = &mut root;
         node.count += 1;
-        node.bytes = node.bytes.saturating_add(info.nbytes);
+        node.bytes = node.bytes.saturating_add(info.nbytes());
         for part in &parts[..parts.len().saturating_sub(1)] {
             if !node.children.contains_key(*part) {
                 node.order.push((*part).to_owned());
             }
             node = node.children.entry((*part).to_owned()).or_default();
             node.count += 1;
-            node.bytes = node.bytes.saturating_add(info.nbytes);
+            node.bytes = node.bytes.saturating_add(info.nbytes());
         }
         node.tensors.push(i);
     }
@@ -341,17 +337,14 @@ pub struct DtypeTotals {
 pub fn dtype_totals(ck: &Checkpoint) -> (Vec<(Dtype, DtypeTotals)>, DtypeTotals) {
     let mut per: BTreeMap<usize, (Dtype, DtypeTotals)> = BTreeMap::new();
     let mut all = DtypeTotals::default();
-    for t in &ck.tensors {
-        let Some(info) = ck.info(*t) else {
-            continue;
-        };
+    for (_, info) in ck.entries() {
         let e = per
-            .entry(info.dtype.writer_rank())
-            .or_insert((info.dtype, DtypeTotals::default()));
+            .entry(info.dtype().writer_rank())
+            .or_insert((info.dtype(), DtypeTotals::default()));
         for acc in [&mut e.1, &mut all] {
             acc.tensors += 1;
-            acc.parameters = acc.parameters.saturating_add(info.numel);
-            acc.bytes = acc.bytes.saturating_add(info.nbytes);
+            acc.parameters = acc.parameters.saturating_add(info.numel());
+            acc.bytes = acc.bytes.saturating_add(info.nbytes());
         }
     }
     (per.into_values().collect(), all)

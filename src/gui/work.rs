@@ -71,10 +71,8 @@ pub fn scan(
         ..StatsOptions::default()
     };
     let total: u64 = ck
-        .tensors
-        .iter()
-        .filter_map(|t| ck.info(*t))
-        .map(|i| stats::planned_work(i.dtype, i.nbytes, &options))
+        .entries()
+        .map(|(_, i)| stats::planned_work(i.dtype(), i.nbytes(), &options))
         .fold(0, u64::saturating_add);
     progress.set_total(total);
     let run = |batch: &[(usize, TensorRef)]| -> Result<(), StatsError> {
@@ -94,9 +92,9 @@ pub fn scan(
     };
     let mut batch: Vec<(usize, TensorRef)> = Vec::new();
     let mut batch_bytes = 0u64;
-    for (i, t) in ck.tensors.iter().enumerate() {
-        batch.push((i, *t));
-        batch_bytes = batch_bytes.saturating_add(ck.info(*t).map_or(0, |i| i.nbytes));
+    for (i, (t, info)) in ck.entries().enumerate() {
+        batch.push((i, t));
+        batch_bytes = batch_bytes.saturating_add(info.nbytes());
         if batch_bytes >= SCAN_BATCH_BYTES || batch.len() >= SCAN_BATCH_TENSORS {
             run(&batch)?;
             batch.clear();
@@ -117,9 +115,9 @@ pub fn heatmap(
     cancel: &CancelToken,
     progress: &Progress,
 ) -> Result<Heatmap, HeatmapError> {
-    if let Some(shard) = ck.shards.get(tensor.shard) {
+    if let Some(shard) = ck.shards().get(tensor.shard()) {
         shard
-            .file
+            .file()
             .check_unchanged()
             .map_err(|e| HeatmapError::Unreadable(e.message()))?;
     }
@@ -127,8 +125,8 @@ pub fn heatmap(
         .info(tensor)
         .ok_or_else(|| HeatmapError::Unreadable("the tensor is not in the file".into()))?;
     heatmap::compute(
-        info.dtype,
-        &info.shape,
+        info.dtype(),
+        info.shape(),
         ck.bytes(tensor),
         request,
         cancel,

@@ -38,21 +38,24 @@ pub fn plan(ck: &Checkpoint, out: &Path, opts: &ResaveOptions) -> Result<ResaveP
     let mut tensors = Vec::with_capacity(selected.len());
     for (&t, name) in selected.iter().zip(names) {
         let Some(info) = ck.info(t) else { continue };
-        let dtype = conversions.get(&info.dtype).copied().unwrap_or(info.dtype);
+        let dtype = conversions
+            .get(&info.dtype())
+            .copied()
+            .unwrap_or(info.dtype());
         // Conversions go to whole-byte dtypes, so this cannot overflow more
         // than the source's own (validated) size.
-        let nbytes = if dtype == info.dtype {
-            info.nbytes
+        let nbytes = if dtype == info.dtype() {
+            info.nbytes()
         } else {
-            info.numel.saturating_mul(u64::from(dtype.bits() / 8))
+            info.numel().saturating_mul(u64::from(dtype.bits() / 8))
         };
         tensors.push(PlannedTensor {
             source: t,
-            source_name: info.name.clone(),
+            source_name: info.name().to_owned(),
             name,
-            source_dtype: info.dtype,
+            source_dtype: info.dtype(),
             dtype,
-            shape: info.shape.clone(),
+            shape: info.shape().to_vec(),
             nbytes,
             file: 0,
         });
@@ -147,7 +150,7 @@ pub fn plan(ck: &Checkpoint, out: &Path, opts: &ResaveOptions) -> Result<ResaveP
     if let CheckpointKind::Sharded {
         metadata: serde_json::Value::Object(m),
         ..
-    } = &ck.kind
+    } = &ck.kind()
     {
         index_metadata.extend(m.iter().map(|(k, v)| (k.clone(), v.clone())));
     }
@@ -202,7 +205,7 @@ fn select(ck: &Checkpoint, opts: &ResaveOptions) -> Result<Vec<TensorRef>, Resav
     };
     let keep = compile(&opts.keep)?;
     let drop = compile(&opts.drop)?;
-    let count = ck.tensors.len();
+    let count = ck.tensors().len();
     let mut chosen = vec![opts.selection.is_none(); count];
     for &index in opts.selection.iter().flatten() {
         *chosen
@@ -210,13 +213,13 @@ fn select(ck: &Checkpoint, opts: &ResaveOptions) -> Result<Vec<TensorRef>, Resav
             .ok_or(ResaveError::SelectionOutOfRange { index, count })? = true;
     }
     let selected: Vec<TensorRef> = ck
-        .tensors
+        .tensors()
         .iter()
         .zip(chosen)
         .filter(|&(_, c)| c)
         .map(|(&t, _)| t)
         .filter(|&t| {
-            let Some(name) = ck.info(t).map(|i| i.name.as_str()) else {
+            let Some(name) = ck.info(t).map(crate::format::TensorInfo::name) else {
                 return false;
             };
             (keep.is_empty() || keep.iter().any(|r| r.is_match(name)))
@@ -238,7 +241,7 @@ fn rename(
     let mut map: HashMap<&str, &str> = HashMap::with_capacity(renames.len());
     let selected_names: HashSet<&str> = selected
         .iter()
-        .filter_map(|&t| ck.info(t).map(|i| i.name.as_str()))
+        .filter_map(|&t| ck.info(t).map(crate::format::TensorInfo::name))
         .collect();
     for (from, to) in renames {
         if map.insert(from, to).is_some() {
@@ -257,7 +260,7 @@ fn rename(
     let mut out = Vec::with_capacity(selected.len());
     let mut owner: HashMap<String, &str> = HashMap::with_capacity(selected.len());
     for &t in selected {
-        let Some(source) = ck.info(t).map(|i| i.name.as_str()) else {
+        let Some(source) = ck.info(t).map(crate::format::TensorInfo::name) else {
             continue;
         };
         let name = map.get(source).copied().unwrap_or(source).to_owned();
@@ -281,8 +284,8 @@ fn source_metadata(
     warnings: &mut Vec<String>,
 ) -> Option<BTreeMap<String, String>> {
     let mut merged: Option<BTreeMap<String, String>> = None;
-    for shard in &ck.shards {
-        let Some(m) = &shard.file.header().metadata else {
+    for shard in ck.shards() {
+        let Some(m) = shard.file().header().metadata() else {
             continue;
         };
         let target = merged.get_or_insert_with(BTreeMap::new);
@@ -290,7 +293,7 @@ fn source_metadata(
             match target.get(k) {
                 Some(existing) if existing != v => warnings.push(format!(
                     "shards disagree on metadata key {k:?}; keeping {existing:?}, not {v:?} from {}",
-                    shard.name
+                    shard.name()
                 )),
                 Some(_) => {}
                 None => {
@@ -325,8 +328,8 @@ fn shard_groups(tensors: &[PlannedTensor], max_bytes: u64) -> Vec<Vec<usize>> {
 
 /// Refuses any output path that is a file of the source.
 pub(super) fn check_not_source(ck: &Checkpoint, plan: &ResavePlan) -> Result<(), ResaveError> {
-    let mut sources: Vec<&Path> = ck.shards.iter().map(|s| s.file.path()).collect();
-    sources.push(&ck.path);
+    let mut sources: Vec<&Path> = ck.shards().iter().map(|s| s.file().path()).collect();
+    sources.push(ck.path());
     let outputs = plan
         .files
         .iter()
@@ -359,7 +362,7 @@ mod tests {
 
     fn planned(nbytes: u64) -> PlannedTensor {
         PlannedTensor {
-            source: TensorRef { shard: 0, index: 0 },
+            source: TensorRef::for_tests(0, 0),
             source_name: String::new(),
             name: String::new(),
             source_dtype: Dtype::U8,

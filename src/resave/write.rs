@@ -27,8 +27,8 @@ pub fn execute(
     }
     check_consistent(ck, plan)?;
     check_not_source(ck, plan)?;
-    for shard in &ck.shards {
-        shard.file.check_unchanged().map_err(ResaveError::Load)?;
+    for shard in ck.shards() {
+        shard.file().check_unchanged().map_err(ResaveError::Load)?;
     }
     let headers = plan
         .files
@@ -171,27 +171,29 @@ fn verify(
     };
     let back = SafetensorsFile::open(done.temp_path()).map_err(|e| fail(e.to_string()))?;
     let h = back.header();
-    if h.tensors.len() != file.tensors.len() {
+    if h.tensors().len() != file.tensors.len() {
         return Err(fail(format!(
             "{} tensors instead of {}",
-            h.tensors.len(),
+            h.tensors().len(),
             file.tensors.len()
         )));
     }
     for t in file.tensors.iter().filter_map(|&k| plan.tensors.get(k)) {
-        let found = h.tensors.iter().find(|i| i.name == t.name);
+        let found = h.tensors().iter().find(|i| i.name() == t.name);
         match found {
-            Some(i) if i.dtype == t.dtype && i.shape == t.shape && i.nbytes == t.nbytes => {}
+            Some(i) if i.dtype() == t.dtype && i.shape() == t.shape && i.nbytes() == t.nbytes => {}
             Some(i) => {
                 return Err(fail(format!(
                     "tensor {:?} reads back as {} {:?}",
-                    t.name, i.dtype, i.shape
+                    t.name,
+                    i.dtype(),
+                    i.shape()
                 )));
             }
             None => return Err(fail(format!("tensor {:?} is missing", t.name))),
         }
     }
-    if h.metadata != plan.metadata {
+    if h.metadata() != plan.metadata.as_ref() {
         return Err(fail("the metadata differs".into()));
     }
     let expected = header.len() as u64 + file.data_bytes;
@@ -255,7 +257,7 @@ fn check_consistent(ck: &Checkpoint, plan: &ResavePlan) -> Result<(), ResaveErro
             )));
         }
         let source = ck.info(t.source);
-        if source.is_none_or(|i| i.dtype != t.source_dtype || i.shape != t.shape) {
+        if source.is_none_or(|i| i.dtype() != t.source_dtype || i.shape() != t.shape) {
             return Err(ResaveError::InvalidPlan(format!(
                 "tensor {:?} does not match its source in this checkpoint",
                 t.name

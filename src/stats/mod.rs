@@ -167,7 +167,7 @@ pub fn stats_of(
     progress: &Progress,
 ) -> Result<TensorStats, Cancelled> {
     cancel.check()?;
-    let dtype = info.dtype;
+    let dtype = info.dtype();
     let (values, real, imag) = match dtype {
         Dtype::F32 => (
             float::stats(&float::F32View(bytes), options, cancel, progress)?,
@@ -212,9 +212,9 @@ pub fn stats_of(
         ),
     };
     Ok(TensorStats {
-        name: info.name.clone(),
+        name: info.name().to_owned(),
         dtype,
-        shape: info.shape.clone(),
+        shape: info.shape().to_vec(),
         shard: None,
         values,
         real,
@@ -237,8 +237,8 @@ pub fn tensor_stats(
         .into_iter()
         .next()
         .ok_or(StatsError::NoSuchTensor {
-            shard: tensor.shard,
-            index: tensor.index,
+            shard: tensor.shard(),
+            index: tensor.index(),
         })
 }
 
@@ -253,18 +253,18 @@ pub fn scan(
     cancel: &CancelToken,
     progress: &Progress,
 ) -> Result<ScanReport, StatsError> {
-    let mut shards: Vec<usize> = selection.iter().map(|t| t.shard).collect();
+    let mut shards: Vec<usize> = selection.iter().map(|t| t.shard()).collect();
     shards.sort_unstable();
     shards.dedup();
     for s in shards {
-        if let Some(shard) = ck.shards.get(s) {
-            shard.file.check_unchanged()?;
+        if let Some(shard) = ck.shards().get(s) {
+            shard.file().check_unchanged()?;
         }
     }
     let total = selection
         .iter()
         .filter_map(|t| ck.info(*t))
-        .map(|i| planned_work(i.dtype, i.nbytes, options))
+        .map(|i| planned_work(i.dtype(), i.nbytes(), options))
         .fold(0u64, u64::saturating_add);
     progress.set_total(total);
     // Largest tensors first, so that the last ones to finish are small.
@@ -274,7 +274,7 @@ pub fn scan(
             selection
                 .get(i)
                 .and_then(|t| ck.info(*t))
-                .map_or(0, |i| i.nbytes),
+                .map_or(0, crate::format::TensorInfo::nbytes),
         )
     });
     let results: Vec<(usize, TensorStats)> = order
@@ -285,7 +285,7 @@ pub fn scan(
             Some(
                 stats_of(info, ck.bytes(t), options, cancel, progress).map(|mut s| {
                     if ck.is_sharded() {
-                        s.shard = ck.shards.get(t.shard).map(|sh| sh.name.clone());
+                        s.shard = ck.shards().get(t.shard()).map(|sh| sh.name().to_owned());
                     }
                     (i, s)
                 }),
@@ -310,7 +310,7 @@ fn summarize(tensors: &[TensorStats], ck: &Checkpoint, selection: &[TensorRef]) 
         data_bytes: selection
             .iter()
             .filter_map(|t| ck.info(*t))
-            .map(|i| i.nbytes)
+            .map(crate::format::TensorInfo::nbytes)
             .fold(0, u64::saturating_add),
         nan_count: 0,
         inf_count: 0,

@@ -202,21 +202,21 @@ fn npy_of_every_dtype_in_values_and_raw_codes() {
     let ck = Checkpoint::open(&src).expect("open");
     let out_dir = dir.path().join("npy");
     std::fs::create_dir(&out_dir).expect("mkdir");
-    for &t in &ck.tensors {
+    for &t in ck.tensors() {
         let info = ck.info(t).expect("info").clone();
         let bytes = ck.bytes(t).to_vec();
-        let numel = info.numel as usize;
+        let numel = info.numel() as usize;
         for (mode, opts) in [("values", ExportOptions::default()), ("raw", raw())] {
-            let out = out_dir.join(format!("{}.{mode}.npy", info.name));
-            let report = export(&ck, &info.name, &out, &opts).expect("export");
+            let out = out_dir.join(format!("{}.{mode}.npy", info.name()));
+            let report = export(&ck, info.name(), &out, &opts).expect("export");
             let file = std::fs::read(&out).expect("npy");
             assert_eq!(report.bytes_written, file.len() as u64);
             let npy = parse_npy(&file);
             assert_eq!(npy.version, (1, 0));
             assert!(!npy.fortran_order);
-            assert_eq!(npy.shape, info.shape, "{}", info.name);
+            assert_eq!(npy.shape, info.shape(), "{}", info.name());
             assert_eq!(Some(npy.descr.as_str()), report.npy_descr);
-            let d = info.dtype;
+            let d = info.dtype();
             let is_raw = mode == "raw";
             let (descr, expected): (&str, Vec<u8>) = match d {
                 Dtype::Bool => ("|b1", bytes.iter().map(|&b| u8::from(b != 0)).collect()),
@@ -250,7 +250,7 @@ fn npy_of_every_dtype_in_values_and_raw_codes() {
                     ("<f4", values)
                 }
             };
-            assert_eq!(npy.descr, descr, "{} {mode}", info.name);
+            assert_eq!(npy.descr, descr, "{} {mode}", info.name());
             if descr == "<f4" && !matches!(d, Dtype::F32) {
                 // NaN payloads may differ from ml_dtypes': compare NaN as NaN.
                 assert_eq!(npy.data.len(), expected.len());
@@ -260,16 +260,16 @@ fn npy_of_every_dtype_in_values_and_raw_codes() {
                     assert!(
                         g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()),
                         "{} {mode}: {g} vs {w}",
-                        info.name
+                        info.name()
                     );
                 }
             } else {
-                assert_eq!(npy.data, expected, "{} {mode}", info.name);
+                assert_eq!(npy.data, expected, "{} {mode}", info.name());
             }
         }
     }
     // numpy's files: `scripts/check_npy.py` loads them with numpy itself.
-    assert!(listing(&out_dir).len() == 2 * ck.tensors.len());
+    assert!(listing(&out_dir).len() == 2 * ck.tensors().len());
     assert_eq!(listing(dir.path()), ["every.safetensors", "npy"]);
 }
 
@@ -503,17 +503,17 @@ fn bin_is_the_bytes_as_stored() {
     let dir = tempfile::tempdir().expect("tempdir");
     let src = every_dtype(dir.path());
     let ck = Checkpoint::open(&src).expect("open");
-    for &t in &ck.tensors {
+    for &t in ck.tensors() {
         let info = ck.info(t).expect("info");
-        let out = dir.path().join(format!("{}.bin", info.name));
-        let report = export(&ck, &info.name, &out, &ExportOptions::default()).expect("bin");
+        let out = dir.path().join(format!("{}.bin", info.name()));
+        let report = export(&ck, info.name(), &out, &ExportOptions::default()).expect("bin");
         assert_eq!(
             std::fs::read(&out).expect("bin"),
             ck.bytes(t),
             "{}",
-            info.name
+            info.name()
         );
-        assert_eq!(report.bytes_written, info.nbytes);
+        assert_eq!(report.bytes_written, info.nbytes());
         assert_eq!(report.format, ExportFormat::Bin);
     }
     let e = export(&ck, "t_F32", &dir.path().join("x.bin"), &raw()).expect_err("raw .bin");

@@ -62,16 +62,16 @@ pub fn official(bytes: &[u8]) -> (Option<HashMap<String, String>>, BTreeMap<Stri
 /// Every tensor of a checkpoint as our reader sees it.
 pub fn ours(path: &Path) -> BTreeMap<String, Loaded> {
     let ck = Checkpoint::open(path).expect("our reader opens the output");
-    assert!(ck.warnings.is_empty(), "{:?}", ck.warnings);
-    ck.tensors
+    assert!(ck.warnings().is_empty(), "{:?}", ck.warnings());
+    ck.tensors()
         .iter()
         .map(|&t| {
             let info = ck.info(t).expect("info");
             (
-                info.name.clone(),
+                info.name().to_owned(),
                 Loaded {
-                    dtype: info.dtype.name().to_owned(),
-                    shape: info.shape.iter().map(|&d| d as usize).collect(),
+                    dtype: info.dtype().name().to_owned(),
+                    shape: info.shape().iter().map(|&d| d as usize).collect(),
                     data: ck.bytes(t).to_vec(),
                 },
             )
@@ -919,7 +919,7 @@ fn the_gui_selection_picks_tensors_by_index() {
     let dir = tempfile::tempdir().expect("tempdir");
     let src = source(dir.path(), &[("format", "pt")]);
     let ck = Checkpoint::open(&src).expect("open");
-    let name = |i: usize| ck.info(ck.tensors[i]).expect("info").name.clone();
+    let name = |i: usize| ck.info(ck.tensors()[i]).expect("info").name().to_owned();
     let picked = [name(5), name(1)];
     let out = dir.path().join("sel.safetensors");
     let p = plan(

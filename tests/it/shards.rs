@@ -60,20 +60,20 @@ fn a_sharded_model_opens_as_one() {
     for path in [idx.clone(), dir.path().to_path_buf()] {
         let ck = Checkpoint::open(&path).expect("valid");
         assert!(ck.is_sharded());
-        assert_eq!(ck.shards.len(), 2);
+        assert_eq!(ck.shards().len(), 2);
         let names: Vec<(&str, &str)> = ck
-            .tensors
+            .tensors()
             .iter()
             .map(|t| {
                 (
-                    ck.info(*t).expect("info").name.as_str(),
-                    ck.shards[t.shard].name.as_str(),
+                    ck.info(*t).expect("info").name(),
+                    ck.shards()[t.shard()].name(),
                 )
             })
             .collect();
         assert_eq!(names, [("a", S1), ("b", S1), ("c", S2)]);
-        assert!(ck.warnings.is_empty(), "{:?}", ck.warnings);
-        assert_eq!(ck.path, idx);
+        assert!(ck.warnings().is_empty(), "{:?}", ck.warnings());
+        assert_eq!(ck.path(), idx);
     }
 }
 
@@ -87,17 +87,17 @@ fn warnings_for_unlisted_tensors_and_total_size() {
         index(&[("a", S1), ("c", S2)], Some(999)).as_bytes(),
     );
     let ck = Checkpoint::open(&idx).expect("warnings only");
-    let kinds: Vec<&str> = ck.warnings.iter().map(|w| w.kind).collect();
+    let kinds: Vec<&str> = ck.warnings().iter().map(|w| w.kind).collect();
     assert!(kinds.contains(&"NotInWeightMap"), "{kinds:?}");
     assert!(kinds.contains(&"TotalSizeMismatch"), "{kinds:?}");
     let w = ck
-        .warnings
+        .warnings()
         .iter()
         .find(|w| w.kind == "NotInWeightMap")
         .expect("w");
     assert_eq!(w.tensor.as_deref(), Some("b"));
     assert!(
-        ck.warnings
+        ck.warnings()
             .iter()
             .any(|w| w.message.contains("999") && w.message.contains("24"))
     );
@@ -163,5 +163,5 @@ fn hugging_face_snapshot_symlinks_into_blobs_open() {
     )
     .expect("link");
     let ck = Checkpoint::open(&snap).expect("snapshot opens");
-    assert_eq!(ck.tensors.len(), 3);
+    assert_eq!(ck.tensors().len(), 3);
 }

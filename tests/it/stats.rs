@@ -878,14 +878,8 @@ fn tensors_at_unaligned_addresses() {
     let values: Vec<f64> = (0..n).map(|_| rng.normal() * 0.1).collect();
     let encodings = wide_encodings(&values);
     for (dtype, data) in encodings {
-        let info = tensorscope::format::TensorInfo {
-            name: "t".into(),
-            dtype,
-            shape: vec![n as u64],
-            data_offsets: [0, data.len() as u64],
-            numel: n as u64,
-            nbytes: data.len() as u64,
-        };
+        let info = tensorscope::format::TensorInfo::new("t".into(), dtype, vec![n as u64], 0)
+            .expect("whole bytes");
         let mut shifted = vec![0u8; data.len() + 3];
         for options in [
             full(),
@@ -949,7 +943,7 @@ fn a_scan_summarises_and_can_be_cancelled_mid_tensor() {
     let path = write(dir.path(), "m.safetensors", &file);
     let ck = Checkpoint::open(&path).expect("valid");
     let progress = Progress::new();
-    let report = scan(&ck, &ck.tensors, &full(), &CancelToken::new(), &progress).expect("scan");
+    let report = scan(&ck, ck.tensors(), &full(), &CancelToken::new(), &progress).expect("scan");
     assert_eq!(report.tensors.len(), 3);
     assert_eq!(progress.done(), progress.total());
     assert_eq!(report.summary.nonfinite_tensors, ["nan"]);
@@ -992,7 +986,7 @@ fn a_file_that_changed_since_it_was_opened_is_an_error_not_a_crash() {
     std::fs::write(&path, &file[..100]).expect("truncate");
     let result = scan(
         &ck,
-        &ck.tensors,
+        ck.tensors(),
         &full(),
         &CancelToken::new(),
         &Progress::new(),

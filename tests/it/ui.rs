@@ -572,14 +572,14 @@ fn export_and_save_as_flows() {
     let saved_ck = tensorscope::format::Checkpoint::open(&saved).expect("result opens");
     let t = saved_ck.find("tok_embeddings").expect("renamed");
     assert_eq!(
-        saved_ck.info(t).expect("info").dtype,
+        saved_ck.info(t).expect("info").dtype(),
         tensorscope::dtype::Dtype::BF16
     );
-    let meta = saved_ck.shards[0]
-        .file
+    let meta = saved_ck.shards()[0]
+        .file()
         .header()
-        .metadata
-        .clone()
+        .metadata()
+        .cloned()
         .expect("metadata");
     assert_eq!(meta.get("note").map(String::as_str), Some("subset"));
     assert_eq!(meta.get("format").map(String::as_str), Some("pt"));

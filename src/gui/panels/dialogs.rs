@@ -52,8 +52,8 @@ pub fn export_ui(ctx: &egui::Context, d: &mut ExportDialog, out: &mut Vec<Comman
     let mut open = true;
     egui::Window::new("Export tensor").id(egui::Id::unique("export_dialog")).open(&mut open).collapsible(false).default_width(520.0).show(ctx, |ui| {
         let info = &d.info;
-        ui.label(egui::RichText::new(safe_text(&info.name, 300)).strong());
-        ui.weak(format!("{} {} · {}", info.dtype, fmt_shape(&info.shape), human_bytes(info.nbytes)));
+        ui.label(egui::RichText::new(safe_text(info.name(), 300)).strong());
+        ui.weak(format!("{} {} · {}", info.dtype(), fmt_shape(info.shape()), human_bytes(info.nbytes())));
         ui.add_space(4.0);
         ui.horizontal(|ui| {
             ui.label("Format:");
@@ -65,7 +65,7 @@ pub fn export_ui(ctx: &egui::Context, d: &mut ExportDialog, out: &mut Vec<Comman
             }
         });
         file_row_ui(ui, &mut d.path, &d.browse, WriteForm::Export, 340.0, out);
-        if info.dtype.needs_ml_dtypes() {
+        if info.dtype().needs_ml_dtypes() {
             ui.checkbox(&mut d.raw, "Raw codes (BF16 as uint16, F8 as uint8, F6/F4 one code per uint8) instead of float32 values");
         }
         ui.checkbox(&mut d.force, "Write CSV even above 10 million elements");
@@ -110,8 +110,8 @@ pub fn save_as_ui(ctx: &egui::Context, d: &mut SaveAsDialog, out: &mut Vec<Comma
                 human_bytes(bytes)
             )).id_salt("save_sel").show(ui, |ui| {
                 for &i in d.selection.iter().take(500) {
-                    if let Some(info) = d.ck.tensors.get(i).and_then(|t| d.ck.info(*t)) {
-                        ui.label(format!("{}  {}", safe_text(&info.name, 200), info.dtype));
+                    if let Some((_, info)) = d.ck.entry(i) {
+                        ui.label(format!("{}  {}", safe_text(info.name(), 200), info.dtype()));
                     }
                 }
                 if d.selection.len() > 500 {

@@ -21,11 +21,11 @@ pub fn heatmap_ui(
     info: &TensorInfo,
     out: &mut Vec<Command>,
 ) {
-    if info.numel == 0 {
+    if info.numel() == 0 {
         ui.weak("This tensor has no elements.");
         return;
     }
-    let ndim = info.shape.len();
+    let ndim = info.shape().len();
     if view.heat_tensor != Some(index) {
         view.heat_tensor = Some(index);
         view.heat_rows = ndim.saturating_sub(2);
@@ -42,7 +42,7 @@ pub fn heatmap_ui(
                         ui.selectable_value(
                             &mut view.heat_rows,
                             a,
-                            format!("{a} (size {})", info.shape[a]),
+                            format!("{a} (size {})", info.shape()[a]),
                         );
                     }
                 });
@@ -54,7 +54,7 @@ pub fn heatmap_ui(
                         ui.selectable_value(
                             &mut view.heat_cols,
                             a,
-                            format!("{a} (size {})", info.shape[a]),
+                            format!("{a} (size {})", info.shape()[a]),
                         );
                     }
                 });
@@ -63,7 +63,7 @@ pub fn heatmap_ui(
             if a == view.heat_rows || a == view.heat_cols {
                 continue;
             }
-            let max = info.shape[a].saturating_sub(1);
+            let max = info.shape()[a].saturating_sub(1);
             ui.add(
                 egui::Slider::new(&mut view.heat_fixed[a], 0..=max)
                     .text(format!("index on axis {a}")),

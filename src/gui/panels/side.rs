@@ -43,22 +43,26 @@ fn file_ui(ui: &mut egui::Ui, tab: &Tab) {
                 .show(ui, |ui| {
                     ui.weak("Path");
                     ui.add(
-                        egui::Label::new(safe_text(&ck.path.display().to_string(), 1000)).wrap(),
+                        egui::Label::new(safe_text(&ck.path().display().to_string(), 1000)).wrap(),
                     );
                     ui.end_row();
                     ui.weak("Kind");
-                    ui.label(match ck.kind {
+                    ui.label(match ck.kind() {
                         CheckpointKind::Single => "single file".to_owned(),
                         CheckpointKind::Sharded { .. } => {
-                            format!("sharded model, {} files", ck.shards.len())
+                            format!("sharded model, {} files", ck.shards().len())
                         }
                     });
                     ui.end_row();
-                    let size: u64 = ck.shards.iter().map(|s| s.file.file_size()).sum();
+                    let size: u64 = ck.shards().iter().map(|s| s.file().file_size()).sum();
                     ui.weak("Size on disk");
                     ui.label(format!("{} ({size} bytes)", human_bytes(size)));
                     ui.end_row();
-                    let header: u64 = ck.shards.iter().map(|s| s.file.header().header_size).sum();
+                    let header: u64 = ck
+                        .shards()
+                        .iter()
+                        .map(|s| s.file().header().header_size())
+                        .sum();
                     ui.weak("Header");
                     ui.label(format!("{} ({header} bytes)", human_bytes(header)));
                     ui.end_row();
@@ -73,7 +77,7 @@ fn file_ui(ui: &mut egui::Ui, tab: &Tab) {
                         all.parameters
                     ));
                     ui.end_row();
-                    if let CheckpointKind::Sharded { total_size, .. } = &ck.kind {
+                    if let CheckpointKind::Sharded { total_size, .. } = &ck.kind() {
                         ui.weak("Index total_size");
                         ui.label(total_size.map_or_else(|| "absent".into(), |t| t.to_string()));
                         ui.end_row();
@@ -101,21 +105,21 @@ fn file_ui(ui: &mut egui::Ui, tab: &Tab) {
             if ck.is_sharded() {
                 ui.add_space(8.0);
                 ui.strong("Shards");
-                for s in &ck.shards {
+                for s in ck.shards() {
                     ui.label(format!(
                         "{}  ·  {} tensors  ·  {}",
-                        safe_text(&s.name, 200),
-                        s.file.header().tensors.len(),
-                        human_bytes(s.file.file_size())
+                        safe_text(s.name(), 200),
+                        s.file().header().tensors().len(),
+                        human_bytes(s.file().file_size())
                     ));
                 }
             }
             ui.add_space(8.0);
-            if ck.warnings.is_empty() {
+            if ck.warnings().is_empty() {
                 ui.weak("No warnings: the file follows the format strictly.");
             } else {
-                ui.strong(format!("Warnings ({})", ck.warnings.len()));
-                for w in ck.warnings.iter().take(1000) {
+                ui.strong(format!("Warnings ({})", ck.warnings().len()));
+                for w in ck.warnings().iter().take(1000) {
                     ui.horizontal_wrapped(|ui| {
                         ui.colored_label(ui.visuals().warn_fg_color, w.kind);
                         ui.label(safe_text(&w.message, 500));

@@ -74,11 +74,7 @@ pub fn scan_bar_ui(
                 }
                 ui.label(format!("· {} all-zero", summary.all_zero_tensors));
                 if let Some((i, m)) = summary.largest {
-                    let name = ck
-                        .tensors
-                        .get(i)
-                        .and_then(|t| ck.info(*t))
-                        .map_or("", |x| x.name.as_str());
+                    let name = ck.entry(i).map_or("", |(_, x)| x.name());
                     ui.label(format!(
                         "· largest |x| {} in {}",
                         fmt_value(m),

@@ -236,43 +236,40 @@ impl Cells<'_> {
         out: &mut Vec<Command>,
     ) {
         let ck = self.ck;
-        let Some(tref) = ck.tensors.get(index).copied() else {
-            return;
-        };
-        let Some(info) = ck.info(tref) else {
+        let Some((tref, info)) = ck.entry(index) else {
             return;
         };
         row.set_selected(table.selection.contains(&index));
         row.col(|ui| {
             ui.add_space(depth as f32 * 14.0);
             let shown = if self.tree_mode {
-                info.name.rsplit('.').next().unwrap_or(&info.name)
+                info.name().rsplit('.').next().unwrap_or(info.name())
             } else {
-                &info.name
+                info.name()
             };
             ui.add(
                 egui::Label::new(safe_text(shown, 300))
                     .truncate()
                     .selectable(false),
             )
-            .on_hover_text(safe_text(&info.name, 2000));
+            .on_hover_text(safe_text(info.name(), 2000));
         });
         row.col(|ui| {
-            ui.monospace(info.dtype.name());
+            ui.monospace(info.dtype().name());
         });
         row.col(|ui| {
             ui.add(
-                egui::Label::new(fmt_shape(&info.shape))
+                egui::Label::new(fmt_shape(info.shape()))
                     .truncate()
                     .selectable(false),
             );
         });
         row.col(|ui| {
-            ui.label(info.numel.to_string());
+            ui.label(info.numel().to_string());
         });
         row.col(|ui| {
-            ui.label(human_bytes(info.nbytes))
-                .on_hover_text(format!("{} bytes", info.nbytes));
+            ui.label(human_bytes(info.nbytes()))
+                .on_hover_text(format!("{} bytes", info.nbytes()));
         });
         if let Some(scan) = self.scan {
             scan_cells_ui(row, scan.get(index).copied().flatten());
@@ -280,12 +277,13 @@ impl Cells<'_> {
         row.col(|ui| {
             ui.label(format!(
                 "{}..{}",
-                info.data_offsets[0], info.data_offsets[1]
+                info.data_offsets()[0],
+                info.data_offsets()[1]
             ));
         });
         if ck.is_sharded() {
             row.col(|ui| {
-                let shard = ck.shards.get(tref.shard).map_or("", |s| s.name.as_str());
+                let shard = ck.shards().get(tref.shard()).map_or("", |s| s.name());
                 ui.add(
                     egui::Label::new(safe_text(shard, 200))
                         .truncate()

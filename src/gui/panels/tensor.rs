@@ -31,10 +31,7 @@ pub fn tensor_view_ui(ui: &mut egui::Ui, tab: &mut Tab, out: &mut Vec<Command>) 
         });
         return;
     };
-    let Some(tref) = ck.tensors.get(index).copied() else {
-        return;
-    };
-    let Some(info) = ck.info(tref) else {
+    let Some((tref, info)) = ck.entry(index) else {
         return;
     };
     let view = &mut tab.view;
@@ -45,10 +42,10 @@ pub fn tensor_view_ui(ui: &mut egui::Ui, tab: &mut Tab, out: &mut Vec<Command>) 
     }
     facts_ui(ui, ck, index, info);
     ui.separator();
-    section_row_ui(ui, view, info.dtype);
+    section_row_ui(ui, view, info.dtype());
     ui.add_space(4.0);
     match view.section {
-        Section::Stats => stats::stats_ui(ui, &tab.tensor, view, index, info.dtype, out),
+        Section::Stats => stats::stats_ui(ui, &tab.tensor, view, index, info.dtype(), out),
         Section::Values => values_ui(ui, view, info, ck.bytes(tref)),
         Section::Heatmap => heatmap::heatmap_ui(ui, &tab.tensor, view, index, info, out),
     }
@@ -90,7 +87,7 @@ fn section_row_ui(ui: &mut egui::Ui, view: &mut ViewState, dtype: Dtype) {
 fn facts_ui(ui: &mut egui::Ui, ck: &Checkpoint, index: usize, info: &TensorInfo) {
     ui.add(
         egui::Label::new(
-            egui::RichText::new(safe_text(&info.name, 500))
+            egui::RichText::new(safe_text(info.name(), 500))
                 .strong()
                 .size(15.0),
         )
@@ -101,31 +98,43 @@ fn facts_ui(ui: &mut egui::Ui, ck: &Checkpoint, index: usize, info: &TensorInfo)
         .spacing([10.0, 2.0])
         .show(ui, |ui| {
             ui.weak("dtype");
-            ui.monospace(info.dtype.name());
+            ui.monospace(info.dtype().name());
             ui.weak("shape");
-            ui.monospace(fmt_shape(&info.shape));
+            ui.monospace(fmt_shape(info.shape()));
             ui.end_row();
             ui.weak("elements");
-            ui.label(info.numel.to_string());
+            ui.label(info.numel().to_string());
             ui.weak("bytes");
-            ui.label(format!("{} ({})", info.nbytes, human_bytes(info.nbytes)));
+            ui.label(format!(
+                "{} ({})",
+                info.nbytes(),
+                human_bytes(info.nbytes())
+            ));
             ui.end_row();
             ui.weak("data_offsets");
             ui.monospace(format!(
                 "[{}, {}]",
-                info.data_offsets[0], info.data_offsets[1]
+                info.data_offsets()[0],
+                info.data_offsets()[1]
             ));
-            if let Some(shard) = ck.tensors.get(index).and_then(|t| ck.shards.get(t.shard)) {
-                let start = shard.file.header().data_start();
+            if let Some(shard) = ck
+                .tensors()
+                .get(index)
+                .and_then(|t| ck.shards().get(t.shard()))
+            {
+                let start = shard.file().header().data_start();
                 ui.weak("file offset");
-                ui.monospace(format!("{}", start.saturating_add(info.data_offsets[0])));
+                ui.monospace(format!("{}", start.saturating_add(info.data_offsets()[0])));
             }
             ui.end_row();
         });
     if ck.is_sharded()
-        && let Some(shard) = ck.tensors.get(index).and_then(|t| ck.shards.get(t.shard))
+        && let Some(shard) = ck
+            .tensors()
+            .get(index)
+            .and_then(|t| ck.shards().get(t.shard()))
     {
-        ui.weak(format!("in shard {}", safe_text(&shard.name, 200)));
+        ui.weak(format!("in shard {}", safe_text(shard.name(), 200)));
     }
 }
 
@@ -205,16 +214,16 @@ fn value_text(dtype: Dtype, bytes: &[u8], i: u64, order: BitOrder) -> String {
 }
 
 fn values_ui(ui: &mut egui::Ui, view: &mut ViewState, info: &TensorInfo, bytes: &[u8]) {
-    let n = info.numel;
+    let n = info.numel();
     if n == 0 {
         ui.weak(format!(
             "This tensor has no elements (shape {}).",
-            fmt_shape(&info.shape)
+            fmt_shape(info.shape())
         ));
         return;
     }
-    let show_code =
-        info.dtype.bits() <= 16 && matches!(info.dtype.kind(), DtypeKind::Float | DtypeKind::Bool);
+    let show_code = info.dtype().bits() <= 16
+        && matches!(info.dtype().kind(), DtypeKind::Float | DtypeKind::Bool);
     ui.horizontal(|ui| {
         let pages = n.div_ceil(PAGE_SIZE);
         let page = view.value_start / PAGE_SIZE;
@@ -237,7 +246,7 @@ fn values_ui(ui: &mut egui::Ui, view: &mut ViewState, info: &TensorInfo, bytes: 
         let go = ui.button("Go").clicked()
             || (r.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter)));
         if go {
-            if let Some(i) = parse_index(&view.jump_text, &info.shape).filter(|&i| i < n) {
+            if let Some(i) = parse_index(&view.jump_text, info.shape()).filter(|&i| i < n) {
                 view.value_start = i - i % PAGE_SIZE;
             } else {
                 view.jump_text = format!("out of range (0..{n})");
@@ -247,7 +256,7 @@ fn values_ui(ui: &mut egui::Ui, view: &mut ViewState, info: &TensorInfo, bytes: 
     let start = view.value_start.min(n.saturating_sub(1));
     let end = start.saturating_add(PAGE_SIZE).min(n);
     let row_h = ui.text_style_height(&egui::TextStyle::Monospace) + 4.0;
-    let highlight = parse_index(&view.jump_text, &info.shape);
+    let highlight = parse_index(&view.jump_text, info.shape());
     egui_extras::TableBuilder::new(ui)
         .id_salt("value_grid")
         .striped(true)
@@ -270,20 +279,20 @@ fn values_ui(ui: &mut egui::Ui, view: &mut ViewState, info: &TensorInfo, bytes: 
                 let i = start + row.index() as u64;
                 row.set_selected(highlight == Some(i));
                 row.col(|ui| {
-                    let idx = if info.shape.len() > 1 {
-                        fmt_shape(&unravel(i, &info.shape))
+                    let idx = if info.shape().len() > 1 {
+                        fmt_shape(&unravel(i, info.shape()))
                     } else {
                         i.to_string()
                     };
                     ui.monospace(idx);
                 });
                 row.col(|ui| {
-                    if show_code && let Some(c) = code_at(info.dtype, bytes, i, view.f6_order) {
-                        ui.monospace(format_code_hex(info.dtype, c));
+                    if show_code && let Some(c) = code_at(info.dtype(), bytes, i, view.f6_order) {
+                        ui.monospace(format_code_hex(info.dtype(), c));
                     }
                 });
                 row.col(|ui| {
-                    ui.monospace(value_text(info.dtype, bytes, i, view.f6_order));
+                    ui.monospace(value_text(info.dtype(), bytes, i, view.f6_order));
                 });
             });
         });

@@ -22,7 +22,7 @@ impl Runner<'_> {
         else {
             return;
         };
-        let Some(tensor) = ck.tensors.get(key.index).copied() else {
+        let Some(tensor) = ck.tensors().get(key.index).copied() else {
             return;
         };
         let job = self.spawn("tensor-stats", move |cancel, progress| {
@@ -41,7 +41,7 @@ impl Runner<'_> {
         else {
             return;
         };
-        let live = Arc::new(ScanProgress::new(ck.tensors.len()));
+        let live = Arc::new(ScanProgress::new(ck.tensors().len()));
         let job = self.spawn("scan-file", {
             let live = Arc::clone(&live);
             move |cancel, progress| work::scan(&ck, &live, cancel, progress)
@@ -67,7 +67,7 @@ impl Runner<'_> {
         else {
             return;
         };
-        let Some(tensor) = ck.tensors.get(key.0).copied() else {
+        let Some(tensor) = ck.tensors().get(key.0).copied() else {
             return;
         };
         let request = key.1.clone();
@@ -206,7 +206,7 @@ impl Runner<'_> {
         let Some(d) = &self.session.export else {
             return;
         };
-        let Some(tensor) = d.ck.tensors.get(d.index).copied() else {
+        let Some(tensor) = d.ck.tensors().get(d.index).copied() else {
             return;
         };
         let ck = Arc::clone(&d.ck);

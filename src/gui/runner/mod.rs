@@ -317,8 +317,8 @@ impl<'a> Runner<'a> {
             .table
             .selection
             .iter()
-            .filter_map(|&i| loaded.ck.tensors.get(i).and_then(|t| loaded.ck.info(*t)))
-            .map(|info| info.name.clone())
+            .filter_map(|&i| loaded.ck.entry(i))
+            .map(|(_, info)| info.name().to_owned())
             .collect();
         if !names.is_empty() {
             let n = names.len();

@@ -102,7 +102,7 @@ fn file_stem(name: &str) -> String {
 
 /// The folder of a checkpoint: where outputs go by default.
 fn folder_of(ck: &Checkpoint) -> PathBuf {
-    ck.path
+    ck.path()
         .parent()
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
 }
@@ -131,9 +131,9 @@ impl ExportDialog {
     /// A form exporting tensor `index` of `ck` next to the checkpoint, as
     /// `.npy`; `None` when there is no such tensor.
     pub fn new(ck: Arc<Checkpoint>, index: usize) -> Option<Self> {
-        let info = ck.tensors.get(index).and_then(|t| ck.info(*t))?.clone();
+        let info = ck.entry(index)?.1.clone();
         let path = folder_of(&ck)
-            .join(format!("{}.npy", file_stem(&info.name)))
+            .join(format!("{}.npy", file_stem(info.name())))
             .display()
             .to_string();
         Some(Self {
@@ -201,9 +201,9 @@ impl SaveAsDialog {
     /// A form writing `selection` (indices into `ck.tensors`) beside the
     /// checkpoint, keeping its metadata.
     pub fn new(ck: Arc<Checkpoint>, selection: Vec<usize>) -> Self {
-        let stem = match &ck.kind {
+        let stem = match &ck.kind() {
             CheckpointKind::Single => ck
-                .path
+                .path()
                 .file_stem()
                 .map_or_else(|| "model".into(), |s| s.to_string_lossy().into_owned()),
             CheckpointKind::Sharded { .. } => "model".into(),
@@ -213,9 +213,9 @@ impl SaveAsDialog {
             .display()
             .to_string();
         let original_metadata: BTreeMap<String, String> = ck
-            .shards
+            .shards()
             .first()
-            .and_then(|s| s.file.header().metadata.clone())
+            .and_then(|s| s.file().header().metadata().cloned())
             .unwrap_or_default();
         let metadata = original_metadata
             .iter()
@@ -223,10 +223,13 @@ impl SaveAsDialog {
             .collect();
         let infos: Vec<&TensorInfo> = selection
             .iter()
-            .filter_map(|&i| ck.tensors.get(i).and_then(|t| ck.info(*t)))
+            .filter_map(|&i| ck.entry(i).map(|(_, info)| info))
             .collect();
-        let selection_bytes = infos.iter().map(|i| i.nbytes).fold(0, u64::saturating_add);
-        let mut dtypes: Vec<Dtype> = infos.iter().map(|i| i.dtype).collect();
+        let selection_bytes = infos
+            .iter()
+            .map(|i| i.nbytes())
+            .fold(0, u64::saturating_add);
+        let mut dtypes: Vec<Dtype> = infos.iter().map(|i| i.dtype()).collect();
         dtypes.sort_by_key(|d| d.writer_rank());
         dtypes.dedup();
         let conversions = dtypes

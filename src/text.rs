@@ -131,6 +131,11 @@ pub fn fmt_value(x: f64) -> String {
     }
 }
 
+/// [`fmt_value`] of a figure that may not apply: `—` when it does not.
+pub fn fmt_opt(x: Option<f64>) -> String {
+    x.map_or_else(|| "—".to_owned(), fmt_value)
+}
+
 /// A shape as the format writes it: `[4096, 11008]`, `[]` for a scalar.
 pub fn fmt_shape(shape: &[u64]) -> String {
     let parts: Vec<String> = shape.iter().map(u64::to_string).collect();

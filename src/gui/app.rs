@@ -13,7 +13,7 @@ use super::command::Command;
 use super::dialog::{DialogResult, FileDialog};
 use super::panels;
 use super::runner::{Runner, remember};
-use super::state::{DialogPurpose, LayerChart, Listing, Session, State};
+use super::state::{DialogPurpose, Listing, ReportDigest, Session, State};
 
 /// How long a notice stays.
 const NOTICE_SECS: u64 = 6;
@@ -108,7 +108,7 @@ impl TensorscopeApp {
             if let Some(c) = &mut tab.compare {
                 c.load_b.poll();
                 if c.diff.poll() {
-                    c.layers = c.diff.value().map(LayerChart::of).unwrap_or_default();
+                    c.digest = c.diff.value().map(ReportDigest::of).unwrap_or_default();
                     c.dirty = true;
                 }
                 if c.detail.poll() {
@@ -127,7 +127,7 @@ impl TensorscopeApp {
             match (purpose, s.open_dialog.latest()) {
                 (Some(purpose), Some(Ok(DialogResult::Picked(paths)))) => {
                     for p in paths {
-                        self.commands.push(opening(purpose, p.clone()));
+                        self.commands.push(Command::opening(purpose, p.clone()));
                     }
                 }
                 (Some(purpose), Some(Ok(DialogResult::Unavailable) | Err(_))) => {
@@ -142,7 +142,8 @@ impl TensorscopeApp {
         {
             match (p.listing.latest_key(), p.listing.latest()) {
                 (_, Some(Ok(Listing::File(file)))) => {
-                    self.commands.push(opening(p.purpose, file.clone()));
+                    self.commands
+                        .push(Command::opening(p.purpose, file.clone()));
                     self.commands.push(Command::ClosePicker);
                 }
                 (Some(folder), Some(Ok(Listing::Folder(_)))) => p.folder.clone_from(folder),
@@ -168,14 +169,6 @@ impl TensorscopeApp {
             ctx.send_viewport_cmd(egui::ViewportCommand::Title(title.clone()));
             self.title = title;
         }
-    }
-}
-
-/// The command that opens `path` for `purpose`.
-fn opening(purpose: DialogPurpose, path: PathBuf) -> Command {
-    match purpose {
-        DialogPurpose::Open => Command::Open(path),
-        DialogPurpose::Compare => Command::Compare(path),
     }
 }
 

@@ -11,6 +11,16 @@ use super::state::{
 };
 use crate::dtype::Dtype;
 
+impl Command {
+    /// The command that opens `path` for what a dialog was shown for.
+    pub fn opening(purpose: DialogPurpose, path: PathBuf) -> Self {
+        match purpose {
+            DialogPurpose::Open => Self::Open(path),
+            DialogPurpose::Compare => Self::Compare(path),
+        }
+    }
+}
+
 /// A background job a Cancel button stops.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JobId {
@@ -78,6 +88,8 @@ pub enum Command {
     FocusFilter,
     /// Copy the selected tensor names to the clipboard.
     CopySelectedNames,
+    /// Put this text on the clipboard (a metadata value, an error).
+    CopyText(String),
     /// Compute the statistics of a tensor (the view shows it, none is kept).
     StartStats(StatsKey),
     /// Scan every tensor of the active tab.
@@ -107,7 +119,7 @@ pub enum Command {
     Browse(WriteForm),
     /// Run a form's write.
     StartWrite(WriteForm),
-    /// Close a form (a running write goes on to its end).
+    /// Close a form; a write still running is cancelled (dropping its job).
     CloseForm(WriteForm),
     /// Stop a job: its task ends as cancelled at once.
     Cancel(JobId),

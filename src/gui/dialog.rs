@@ -30,8 +30,32 @@ pub trait FileDialog: Send + Sync {
 }
 
 /// The desktop's dialog through `rfd` (the XDG desktop portal, else zenity).
-#[derive(Debug, Default)]
-pub struct NativeDialog;
+#[derive(Debug)]
+pub struct NativeDialog {
+    /// Whether a portal or zenity is there, found once at start: looking
+    /// through `PATH` reads the file system, which a frame must not.
+    available: bool,
+}
+
+impl NativeDialog {
+    /// Finds out whether a native dialog can be shown here.
+    pub fn new() -> Self {
+        let on_path = |tool: &str| {
+            std::env::var_os("PATH").is_some_and(|paths| {
+                std::env::split_paths(&paths).any(|dir| dir.join(tool).is_file())
+            })
+        };
+        Self {
+            available: std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_some() || on_path("zenity"),
+        }
+    }
+}
+
+impl Default for NativeDialog {
+    fn default() -> Self {
+        Self::new()
+    }
+}
 
 /// A dialog that closes faster than this was never shown: `rfd` returns
 /// nothing both when the user cancels and when no backend exists.
@@ -39,12 +63,7 @@ const NOT_SHOWN: Duration = Duration::from_millis(300);
 
 impl FileDialog for NativeDialog {
     fn available(&self) -> bool {
-        let on_path = |tool: &str| {
-            std::env::var_os("PATH").is_some_and(|paths| {
-                std::env::split_paths(&paths).any(|dir| dir.join(tool).is_file())
-            })
-        };
-        std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_some() || on_path("zenity")
+        self.available
     }
 
     fn pick_files(&self) -> DialogResult {

@@ -56,7 +56,7 @@ pub fn run(files: Vec<PathBuf>, demo: bool, compare: Option<(PathBuf, PathBuf)>)
                 .and_then(|s| eframe::get_value(s, eframe::APP_KEY))
                 .unwrap_or_default();
             theme::setup(&cc.egui_ctx);
-            let mut app = TensorscopeApp::new(state, Arc::new(dialog::NativeDialog));
+            let mut app = TensorscopeApp::new(state, Arc::new(dialog::NativeDialog::new()));
             for f in files {
                 app.send(Command::Open(f));
             }

@@ -85,6 +85,11 @@ impl<K, T, E> Task<K, T, E> {
         self.running.is_some()
     }
 
+    /// True once the running job was asked to stop and has not reported yet.
+    pub fn is_stopping(&self) -> bool {
+        self.running.as_ref().is_some_and(|r| r.job.is_cancelled())
+    }
+
     /// The running job's progress.
     pub fn progress(&self) -> Option<&Progress> {
         self.running.as_ref().map(|r| r.job.progress())
@@ -95,11 +100,21 @@ impl<K, T, E> Task<K, T, E> {
         self.running.as_ref().map(|r| &r.key)
     }
 
-    /// Stops the running job: its handle is dropped, which asks the work
-    /// to stop at its next check, and the task ends as
-    /// [`Failure::Cancelled`] at once (work that ignores cancellation, such
-    /// as parsing a header, is abandoned rather than waited for).
-    pub fn cancel(&mut self) {
+    /// Asks the running job to stop at its next check. It stays running
+    /// until it reports: work that stops ends as [`Failure::Cancelled`],
+    /// work that had already finished keeps its value (a write that was
+    /// renamed into place is reported as written, not as cancelled).
+    pub fn cancel(&self) {
+        if let Some(r) = &self.running {
+            r.job.cancel();
+        }
+    }
+
+    /// Stops waiting for the running job: its handle is dropped (which
+    /// cancels it) and the task ends as [`Failure::Cancelled`] at once. For
+    /// work that does not check for cancellation, such as parsing a header,
+    /// and writes nothing.
+    pub fn abandon(&mut self) {
         if let Some(Running { key, .. }) = self.running.take() {
             self.push(key, Err(Failure::Cancelled));
         }
@@ -251,6 +266,31 @@ mod tests {
             }),
         );
         t.cancel();
+        // The job stays running until it reports, then ends as cancelled
+        // whatever its own error says.
+        settle(&mut t);
+        assert_eq!(t.latest(), Some(&Err(Failure::Cancelled)));
+        t.start(
+            (),
+            job(|c| {
+                while !c.is_cancelled() {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Ok(())
+            }),
+        );
+        // Work that finished anyway keeps its value.
+        t.cancel();
+        settle(&mut t);
+        assert_eq!(t.latest(), Some(&Ok(())));
+        t.start(
+            (),
+            job(|_| {
+                std::thread::sleep(Duration::from_mins(1));
+                Ok(())
+            }),
+        );
+        t.abandon();
         assert!(!t.is_running());
         assert_eq!(t.latest(), Some(&Err(Failure::Cancelled)));
         t.start((), job(|_| -> Result<(), String> { panic!("boom") }));

@@ -24,6 +24,11 @@ const SCAN_BATCH_TENSORS: usize = 4096;
 /// Folder entries listed at most (a folder of millions stays usable).
 const MAX_LISTED: usize = 50_000;
 
+/// Opens `path` and computes what the table needs.
+pub fn open(path: &Path) -> Result<Loaded, LoadError> {
+    Checkpoint::open(path).map(Loaded::new)
+}
+
 /// Writes the demo checkpoint to its folder and opens it.
 pub fn open_demo() -> Result<Loaded, LoadError> {
     let folder = demo::demo_folder();
@@ -31,7 +36,7 @@ pub fn open_demo() -> Result<Loaded, LoadError> {
         path: folder.clone(),
         source: std::io::Error::other(e.to_string()).into(),
     })?;
-    Loaded::open(&path)
+    open(&path)
 }
 
 /// Statistics of one tensor, on the job pool.
@@ -171,10 +176,10 @@ pub fn pair_detail(
 }
 
 /// What `path` is, for the picker: a folder's entries (folders first, then
-/// natural order), or the file itself.
+/// natural order), or anything else as a file to open (opening tells why a
+/// path that does not exist cannot be opened).
 pub fn list_folder(path: &Path) -> Result<Listing, String> {
-    let meta = std::fs::metadata(path).map_err(|e| format!("{e}: {}", path.display()))?;
-    if !meta.is_dir() {
+    if !std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
         return Ok(Listing::File(path.to_path_buf()));
     }
     let read = std::fs::read_dir(path).map_err(|e| format!("{e}: {}", path.display()))?;

@@ -440,10 +440,44 @@ fn diff_view_compares_two_files() {
     settle(&mut h);
     h.get_by_label("Δ = A − B");
     h.get_by_label_contains("|Δ| map");
+    // Reloading A keeps the comparison and diffs again.
+    file_menu(&mut h, "Reload");
+    settle(&mut h);
+    h.get_by_label("Comparing with");
+    h.get_by_label_contains("1 changed");
     h.get_by_label("Close comparison").click();
     h.run_steps(2);
     assert!(h.query_by_label("Comparing with").is_none());
     assert!(shows_a_checkpoint(&h));
+}
+
+#[test]
+fn closing_a_tab_left_of_the_shown_one_keeps_it_shown() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let a = write(dir.path(), "a.safetensors", &small_model());
+    let b = write(
+        dir.path(),
+        "b.safetensors",
+        &with_header(r#"{"only_in_b":{"dtype":"U8","shape":[2],"data_offsets":[0,2]}}"#, 2),
+    );
+    let c = write(
+        dir.path(),
+        "c.safetensors",
+        &with_header(r#"{"only_in_c":{"dtype":"U8","shape":[2],"data_offsets":[0,2]}}"#, 2),
+    );
+    let mut h = harness(State::default(), no_dialog());
+    open(&mut h, &a);
+    open(&mut h, &b);
+    open(&mut h, &c);
+    h.get_by_label("b.safetensors").click();
+    h.run_steps(2);
+    h.get_by_label("only_in_b");
+    // Close A, the first tab: B stays the one shown.
+    h.get_all_by_label("x").next().expect("a close button").click();
+    h.run_steps(2);
+    assert_eq!(h.query_all_by_label("x").count(), 2);
+    h.get_by_label("only_in_b");
+    assert!(h.query_by_label("only_in_c").is_none());
 }
 
 #[test]

@@ -6,11 +6,12 @@ use eframe::egui;
 use egui_plot::{Bar, BarChart, Legend, Line, Plot, PlotPoints};
 
 use super::diff_table::status_colour;
+use super::stats::scalar;
 use super::{failure_text, job_row};
 use crate::gui::command::{Command, JobId};
 use crate::gui::safe_text;
 use crate::gui::state::Tab;
-use crate::text::{fmt_shape, fmt_value};
+use crate::text::{fmt_opt, fmt_shape};
 
 /// The side panel of a comparison: the selected pair.
 #[allow(
@@ -140,8 +141,8 @@ pub fn pair_ui(ui: &mut egui::Ui, tab: &mut Tab, out: &mut Vec<Command>) {
                 ui.add(egui::Image::new((tex.id(), egui::vec2(w, h))));
                 ui.weak(format!(
                     "|Δ| from {} (dark) to {} (bright)",
-                    map.min.map_or_else(|| "—".into(), fmt_value),
-                    map.max.map_or_else(|| "—".into(), fmt_value)
+                    fmt_opt(map.min),
+                    fmt_opt(map.max)
                 ));
             }
         });
@@ -162,10 +163,8 @@ fn stats_grid_ui(ui: &mut egui::Ui, a: &crate::stats::TensorStats, b: &crate::st
             ui.strong("A");
             ui.strong("B");
             ui.end_row();
-            let f = |v: Option<f64>| v.map_or_else(|| "—".to_owned(), fmt_value);
-            let s = |v: Option<crate::stats::Scalar>| {
-                v.map_or_else(|| "—".to_owned(), |x| fmt_value(x.to_f64()))
-            };
+            let f = fmt_opt;
+            let s = scalar;
             for (k, va, vb) in [
                 ("min", s(a.values.min), s(b.values.min)),
                 ("max", s(a.values.max), s(b.values.max)),

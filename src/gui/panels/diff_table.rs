@@ -11,9 +11,9 @@ use super::{failure_text, job_row};
 use crate::diff::{DiffReport, Status, TensorDiff};
 use crate::gui::command::{Command, JobId};
 use crate::gui::safe_text;
-use crate::gui::state::{CompareState, DiffColumn, DiffFilter, DiffRow, LayerChart, Tab};
+use crate::gui::state::{CompareState, DiffColumn, DiffFilter, DiffRow, ReportDigest, Tab};
 use crate::gui::task::Failure;
-use crate::text::fmt_value;
+use crate::text::{fmt_opt, fmt_value};
 
 pub fn status_colour(ui: &egui::Ui, s: Option<Status>) -> egui::Color32 {
     let dark = ui.visuals().dark_mode;
@@ -100,7 +100,7 @@ pub fn diff_table_ui(ui: &mut egui::Ui, tab: &mut Tab, index: usize, out: &mut V
         }
         None => return,
     };
-    summary_ui(ui, report);
+    summary_ui(ui, report, &c.digest.metadata_text);
     ui.horizontal(|ui| {
         for (f, label) in [
             (DiffFilter::All, "All"),
@@ -127,14 +127,14 @@ pub fn diff_table_ui(ui: &mut egui::Ui, tab: &mut Tab, index: usize, out: &mut V
         ui.checkbox(&mut tab.view.show_layer_chart, "Per-layer chart");
     });
     if tab.view.show_layer_chart {
-        layer_chart_ui(ui, &c.layers);
+        layer_chart_ui(ui, &c.digest);
     }
     pairs_table_ui(ui, c, report, out);
 }
 
 /// The summary line: counts per status, one-side names, the largest
 /// change, and the metadata.
-fn summary_ui(ui: &mut egui::Ui, report: &DiffReport) {
+fn summary_ui(ui: &mut egui::Ui, report: &DiffReport, metadata_text: &str) {
     ui.horizontal_wrapped(|ui| {
         for s in [
             Status::Identical,
@@ -180,7 +180,7 @@ fn summary_ui(ui: &mut egui::Ui, report: &DiffReport) {
                 m.removed.len(),
                 m.changed.len()
             ))
-            .on_hover_text(metadata_text(report));
+            .on_hover_text(metadata_text);
         }
         if report.summary.same {
             ui.strong("· no differences");
@@ -272,7 +272,7 @@ fn pairs_table_ui(
                         };
                         ui.colored_label(colour, text);
                     });
-                    let opt = |v: Option<f64>| v.map_or_else(|| "—".to_owned(), fmt_value);
+                    let opt = fmt_opt;
                     for value in [
                         t.as_ref().and_then(|t| t.max_abs_diff),
                         t.as_ref().and_then(|t| t.mean_abs_diff),
@@ -320,26 +320,7 @@ fn pairs_table_ui(
     }
 }
 
-fn metadata_text(report: &DiffReport) -> String {
-    let m = &report.metadata;
-    let mut lines = Vec::new();
-    for (k, v) in &m.added {
-        lines.push(format!("+ {k} = {}", safe_text(v, 200)));
-    }
-    for (k, v) in &m.removed {
-        lines.push(format!("- {k} = {}", safe_text(v, 200)));
-    }
-    for (k, v) in &m.changed {
-        lines.push(format!(
-            "~ {k}: {} -> {}",
-            safe_text(&v.a, 100),
-            safe_text(&v.b, 100)
-        ));
-    }
-    lines.join("\n")
-}
-
-fn layer_chart_ui(ui: &mut egui::Ui, chart: &LayerChart) {
+fn layer_chart_ui(ui: &mut egui::Ui, chart: &ReportDigest) {
     if chart.points.is_empty() {
         ui.weak("No numbered layers (names with a numeric part such as layers.12) to chart.");
         return;
@@ -351,10 +332,7 @@ fn layer_chart_ui(ui: &mut egui::Ui, chart: &LayerChart) {
         .x_axis_label("layer index")
         .y_axis_label("relative change |a−b| / |a|")
         .show(ui, |p| {
-            p.points(Points::new("tensors", PlotPoints::from(chart.points.clone())).radius(2.5));
-            p.line(Line::new(
-                "layer mean",
-                PlotPoints::from(chart.means.clone()),
-            ));
+            p.points(Points::new("tensors", PlotPoints::Borrowed(&chart.points)).radius(2.5));
+            p.line(Line::new("layer mean", PlotPoints::Borrowed(&chart.means)));
         });
 }

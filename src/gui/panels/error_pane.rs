@@ -163,7 +163,7 @@ pub fn error_pane_ui(ui: &mut egui::Ui, err: &LoadError, tab: usize, commands: &
                 commands.push(Command::Reload(tab));
             }
             if ui.button("Copy error").clicked() {
-                ui.ctx().copy_text(format!("{}: {}", err.kind(), err));
+                commands.push(Command::CopyText(format!("{}: {}", err.kind(), err)));
             }
             if ui.button("Close tab").clicked() {
                 commands.push(Command::CloseTab(tab));

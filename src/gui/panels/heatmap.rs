@@ -89,18 +89,27 @@ pub fn heatmap_ui(
     };
     let key: HeatKey = (index, req);
     let task = &tensor.heatmap;
+    let kept = task.outcome(&key);
     if task.wants(&key) {
         out.push(Command::StartHeatmap(key.clone()));
+    } else if kept.is_some() && task.is_running() && !task.is_stopping() {
+        // Back to a picture that is kept: the one being computed for the
+        // other settings is not wanted any more.
+        out.push(Command::Cancel(JobId::Heatmap));
     }
     job_row(ui, task, JobId::Heatmap, "", 200.0, out);
-    // The newest heatmap stays on show while the next one is computed.
-    match task.latest() {
+    // The picture of these settings, else the newest one (on show while
+    // these are computed).
+    let (shown, outcome) = match kept {
+        Some(o) => (Some(&key), Some(o)),
+        None => (task.latest_key(), task.latest()),
+    };
+    match outcome {
         None => {}
         Some(Err(e)) => {
             ui.colored_label(ui.visuals().warn_fg_color, failure_text(e, 500));
         }
         Some(Ok(map)) => {
-            let shown = task.latest_key();
             let texture = match &view.heat_texture {
                 Some((k, t)) if Some(k) == shown => t.clone(),
                 _ => {

@@ -76,24 +76,25 @@ fn tab_ui(ui: &mut egui::Ui, tab: &mut Tab, index: usize, tree_view: bool, out: 
             egui::CentralPanel::default().show(ui, |ui| chrome::failed_ui(ui, &text, index, out));
         }
         Some(Ok(_)) if tab.compare.is_some() => {
-            egui::Panel::right("diff_side_panel")
-                .resizable(true)
-                .default_size(ui.available_width() * 0.36)
-                .size_range(260.0..=f32::INFINITY)
-                .show(ui, |ui| diff_pair::pair_ui(ui, tab, out));
+            side_panel(ui, "diff_side_panel").show(ui, |ui| diff_pair::pair_ui(ui, tab, out));
             egui::CentralPanel::default()
                 .show(ui, |ui| diff_table::diff_table_ui(ui, tab, index, out));
         }
         Some(Ok(_)) => {
-            egui::Panel::right("side_panel")
-                .resizable(true)
-                .default_size(ui.available_width() * 0.36)
-                .size_range(260.0..=f32::INFINITY)
-                .show(ui, |ui| side::side_panel_ui(ui, tab, out));
+            side_panel(ui, "side_panel").show(ui, |ui| side::side_panel_ui(ui, tab, out));
             egui::CentralPanel::default()
                 .show(ui, |ui| table::table_panel_ui(ui, tab, tree_view, out));
         }
     }
+}
+
+/// The resizable panel on the right of a tab, a third of the window wide
+/// at first.
+fn side_panel(ui: &egui::Ui, id: &'static str) -> egui::Panel {
+    egui::Panel::right(id)
+        .resizable(true)
+        .default_size(ui.available_width() * 0.36)
+        .size_range(260.0..=f32::INFINITY)
 }
 
 /// A running task's row: a spinner, a label, a progress bar once the total

@@ -8,7 +8,7 @@ use eframe::egui;
 use super::failure_text;
 use crate::gui::command::Command;
 use crate::gui::safe_text;
-use crate::gui::state::{DialogPurpose, Entry, Listing, Picker};
+use crate::gui::state::{Entry, Listing, Picker};
 use crate::text::human_bytes;
 
 fn is_checkpoint(name: &str) -> bool {
@@ -20,10 +20,6 @@ pub fn picker_ui(ctx: &egui::Context, picker: &mut Picker, out: &mut Vec<Command
     let mut open = true;
     let mut go_to: Option<PathBuf> = None;
     let purpose = picker.purpose;
-    let chosen = |path: PathBuf| match purpose {
-        DialogPurpose::Open => Command::Open(path),
-        DialogPurpose::Compare => Command::Compare(path),
-    };
     let mut choose: Option<PathBuf> = None;
     egui::Window::new("Open checkpoint")
         .id(egui::Id::unique("in_app_picker"))
@@ -93,7 +89,7 @@ pub fn picker_ui(ctx: &egui::Context, picker: &mut Picker, out: &mut Vec<Command
         out.push(Command::PickerGo(p));
     }
     if let Some(p) = choose {
-        out.push(chosen(p));
+        out.push(Command::opening(purpose, p));
         out.push(Command::ClosePicker);
     } else if !open {
         out.push(Command::ClosePicker);

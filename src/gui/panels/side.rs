@@ -25,7 +25,7 @@ pub fn side_panel_ui(ui: &mut egui::Ui, tab: &mut Tab, out: &mut Vec<Command>) {
     match tab.view.page {
         SidePage::Tensor => tensor::tensor_view_ui(ui, tab, out),
         SidePage::File => file_ui(ui, tab),
-        SidePage::Metadata => metadata_ui(ui, tab),
+        SidePage::Metadata => metadata_ui(ui, tab, out),
     }
 }
 
@@ -129,11 +129,10 @@ fn file_ui(ui: &mut egui::Ui, tab: &Tab) {
         });
 }
 
-fn metadata_ui(ui: &mut egui::Ui, tab: &mut Tab) {
+fn metadata_ui(ui: &mut egui::Ui, tab: &mut Tab, out: &mut Vec<Command>) {
     let Some(loaded) = tab.load.value() else {
         return;
     };
-    let ck = &loaded.ck;
     let entries = &loaded.metadata;
     ui.horizontal(|ui| {
         ui.add(
@@ -144,14 +143,15 @@ fn metadata_ui(ui: &mut egui::Ui, tab: &mut Tab) {
         if ui.button("Copy all as JSON").clicked() {
             let obj: serde_json::Map<String, serde_json::Value> = entries
                 .iter()
-                .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+                .map(|e| (e.key.clone(), serde_json::Value::String(e.value.clone())))
                 .collect();
-            ui.ctx()
-                .copy_text(serde_json::to_string_pretty(&obj).unwrap_or_default());
+            out.push(Command::CopyText(
+                serde_json::to_string_pretty(&obj).unwrap_or_default(),
+            ));
         }
     });
     if entries.is_empty() {
-        ui.weak(if ck.is_sharded() {
+        ui.weak(if loaded.ck.is_sharded() {
             "The index has no metadata."
         } else {
             "This file has no __metadata__."
@@ -162,46 +162,34 @@ fn metadata_ui(ui: &mut egui::Ui, tab: &mut Tab) {
     egui::ScrollArea::vertical()
         .auto_shrink(false)
         .show(ui, |ui| {
-            for (k, v) in entries {
-                if !needle.is_empty()
-                    && !k.to_lowercase().contains(&needle)
-                    && !v.to_lowercase().contains(&needle)
-                {
+            for e in entries {
+                if !needle.is_empty() && !e.search.contains(&needle) {
                     continue;
                 }
                 ui.horizontal(|ui| {
-                    ui.strong(safe_text(k, 200));
+                    ui.strong(safe_text(&e.key, 200));
                     if ui
                         .small_button("copy")
                         .on_hover_text("Copy the value")
                         .clicked()
                     {
-                        ui.ctx().copy_text(v.clone());
+                        out.push(Command::CopyText(e.value.clone()));
                     }
                 });
-                let parsed = serde_json::from_str::<serde_json::Value>(v)
-                    .ok()
-                    .filter(|j| j.is_object() || j.is_array());
-                match parsed {
-                    Some(json) => {
-                        let pretty = serde_json::to_string_pretty(&json).unwrap_or_default();
-                        egui::CollapsingHeader::new(format!(
-                            "JSON ({} lines)",
-                            pretty.lines().count()
-                        ))
-                        .id_salt(("meta_json", k))
-                        .default_open(pretty.lines().count() <= 12)
-                        .show(ui, |ui| {
-                            ui.add(
-                                egui::Label::new(
-                                    egui::RichText::new(safe_text(&pretty, 100_000)).monospace(),
-                                )
-                                .wrap(),
-                            );
-                        });
+                match &e.json {
+                    Some((pretty, lines)) => {
+                        egui::CollapsingHeader::new(format!("JSON ({lines} lines)"))
+                            .id_salt(("meta_json", &e.key))
+                            .default_open(*lines <= 12)
+                            .show(ui, |ui| {
+                                ui.add(
+                                    egui::Label::new(egui::RichText::new(pretty).monospace())
+                                        .wrap(),
+                                );
+                            });
                     }
                     None => {
-                        ui.add(egui::Label::new(safe_text(v, 5000)).wrap());
+                        ui.add(egui::Label::new(safe_text(&e.value, 5000)).wrap());
                     }
                 }
                 ui.add_space(4.0);

@@ -13,7 +13,7 @@ use crate::gui::safe_text;
 use crate::gui::state::{HistKind, ScanState, StatsKey, TensorState, ViewState};
 use crate::gui::task::Failure;
 use crate::stats::{self, Scalar, ValueStats};
-use crate::text::fmt_value;
+use crate::text::{fmt_opt, fmt_value};
 
 /// The scan bar above the tensor view: start, progress, cancel, summary.
 pub fn scan_bar_ui(
@@ -147,17 +147,14 @@ pub fn stats_ui(
     }
 }
 
-fn scalar(v: Option<Scalar>) -> String {
+/// A minimum, maximum or quantile: integers exact, floats by [`fmt_value`].
+pub fn scalar(v: Option<Scalar>) -> String {
     match v {
         None => "—".into(),
         Some(Scalar::Int(i)) => i.to_string(),
         Some(Scalar::UInt(u)) => u.to_string(),
         Some(Scalar::Float(x)) => fmt_value(x),
     }
-}
-
-fn float(v: Option<f64>) -> String {
-    v.map_or_else(|| "—".into(), fmt_value)
 }
 
 fn figures_ui(ui: &mut egui::Ui, id: &str, v: &ValueStats) {
@@ -192,11 +189,11 @@ fn figures_ui(ui: &mut egui::Ui, id: &str, v: &ValueStats) {
             pair(ui, "min", scalar(v.min), false);
             pair(ui, "max", scalar(v.max), false);
             ui.end_row();
-            pair(ui, "mean", float(v.mean), false);
-            pair(ui, "std", float(v.std), false);
+            pair(ui, "mean", fmt_opt(v.mean), false);
+            pair(ui, "std", fmt_opt(v.std), false);
             ui.end_row();
-            pair(ui, "mean |x|", float(v.abs_mean), false);
-            pair(ui, "L2 norm", float(v.l2_norm), false);
+            pair(ui, "mean |x|", fmt_opt(v.abs_mean), false);
+            pair(ui, "L2 norm", fmt_opt(v.l2_norm), false);
             ui.end_row();
             if let Some(t) = v.true_count {
                 pair(ui, "true", t.to_string(), false);

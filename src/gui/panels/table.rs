@@ -11,7 +11,7 @@ use crate::gui::command::Command;
 use crate::gui::model::{Column, Direction, ScanFigures, TreeRow};
 use crate::gui::safe_text;
 use crate::gui::state::{SelectMode, Tab, TableState};
-use crate::text::{fmt_shape, fmt_value, human_bytes};
+use crate::text::{fmt_opt, fmt_shape, human_bytes};
 
 /// Draws the filter row and the table.
 pub fn table_panel_ui(ui: &mut egui::Ui, tab: &mut Tab, tree_view: bool, out: &mut Vec<Command>) {
@@ -308,7 +308,7 @@ impl Cells<'_> {
 fn scan_cells_ui(row: &mut egui_extras::TableRow<'_, '_>, figures: Option<ScanFigures>) {
     let text = |v: Option<f64>| match figures {
         None => "…".to_owned(),
-        Some(_) => v.map_or_else(|| "—".to_owned(), fmt_value),
+        Some(_) => fmt_opt(v),
     };
     let s = figures.unwrap_or_default();
     for v in [s.min, s.max, s.std] {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use super::Runner;
 use crate::diff::Pair;
 use crate::export::{self, Encoding, ExportOptions, SizeLimit};
+use crate::format::Checkpoint;
 use crate::gui::command::JobId;
 use crate::gui::state::{
     CompareState, HeatKey, SaveAsDialog, ScanProgress, ScanState, ScanSummary, StatsKey, WriteForm,
@@ -15,11 +16,14 @@ use crate::gui::task::Task;
 use crate::gui::work;
 
 impl Runner<'_> {
-    pub(super) fn start_stats(&mut self, key: StatsKey) {
-        let Some(ck) = self
-            .active()
+    /// The active tab's checkpoint, once open.
+    fn active_checkpoint(&mut self) -> Option<Arc<Checkpoint>> {
+        self.active()
             .and_then(|t| Some(Arc::clone(&t.loaded()?.ck)))
-        else {
+    }
+
+    pub(super) fn start_stats(&mut self, key: StatsKey) {
+        let Some(ck) = self.active_checkpoint() else {
             return;
         };
         let Some(tensor) = ck.tensors().get(key.index).copied() else {
@@ -35,10 +39,7 @@ impl Runner<'_> {
     }
 
     pub(super) fn start_scan(&mut self) {
-        let Some(ck) = self
-            .active()
-            .and_then(|t| Some(Arc::clone(&t.loaded()?.ck)))
-        else {
+        let Some(ck) = self.active_checkpoint() else {
             return;
         };
         let live = Arc::new(ScanProgress::new(ck.tensors().len()));
@@ -61,10 +62,7 @@ impl Runner<'_> {
     }
 
     pub(super) fn start_heatmap(&mut self, key: HeatKey) {
-        let Some(ck) = self
-            .active()
-            .and_then(|t| Some(Arc::clone(&t.loaded()?.ck)))
-        else {
+        let Some(ck) = self.active_checkpoint() else {
             return;
         };
         let Some(tensor) = ck.tensors().get(key.0).copied() else {
@@ -120,6 +118,9 @@ impl Runner<'_> {
         reason = "a and b are the two sides of the comparison, t its pair"
     )]
     pub(super) fn select_pair(&mut self, i: usize) {
+        if let Some(c) = self.active().and_then(|t| t.compare.as_mut()) {
+            c.selected = Some(i);
+        }
         let Some(tab) = self.session.active_tab() else {
             return;
         };
@@ -143,11 +144,10 @@ impl Runner<'_> {
                 work::pair_detail(&a, &b, pair, cancel, progress)
             })
         });
-        if let Some(c) = self.active().and_then(|t| t.compare.as_mut()) {
-            c.selected = Some(i);
-            if let Some(job) = job {
-                c.detail.start(i, job);
-            }
+        if let Some(job) = job
+            && let Some(c) = self.active().and_then(|t| t.compare.as_mut())
+        {
+            c.detail.start(i, job);
         }
     }
 
@@ -248,7 +248,12 @@ impl Runner<'_> {
             d.invalid = None;
             match job {
                 Ok(job) => d.task.start((), job),
-                Err(message) => d.invalid = Some(message),
+                // An invalid form replaces the last outcome, as a failed
+                // save would.
+                Err(message) => {
+                    d.task.clear();
+                    d.invalid = Some(message);
+                }
             }
         }
     }
@@ -257,8 +262,10 @@ impl Runner<'_> {
         let session = &mut *self.session;
         match id {
             JobId::Load(i) => {
+                // Parsing a header does not check for cancellation, and
+                // writes nothing: stop waiting for it.
                 if let Some(t) = session.tabs.get_mut(i) {
-                    t.load.cancel();
+                    t.load.abandon();
                 }
             }
             JobId::Write(WriteForm::Export) => {

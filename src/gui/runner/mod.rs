@@ -71,14 +71,21 @@ impl<'a> Runner<'a> {
     }
 
     /// Starts `work` on a named thread that wakes the UI on progress and at
-    /// its end. The one place the explorer spawns.
+    /// its end. The one place the explorer spawns. A thread that cannot be
+    /// started is told in a notice, here, once; the caller keeps the error
+    /// in its task so nothing retries it every frame.
     fn spawn<T: Send + 'static>(
-        &self,
+        &mut self,
         name: &str,
         work: impl FnOnce(&CancelToken, &Progress) -> T + Send + 'static,
     ) -> std::io::Result<Job<T>> {
         let ctx = self.ctx.clone();
-        Job::spawn(name, move || ctx.request_repaint(), work)
+        let job = Job::spawn(name, move || ctx.request_repaint(), work);
+        if let Err(e) = &job {
+            self.session
+                .notify(format!("cannot start a background job: {e}"));
+        }
+        job
     }
 
     fn active(&mut self) -> Option<&mut Tab> {
@@ -104,6 +111,9 @@ impl<'a> Runner<'a> {
                 self.send(Command::PickerGo(start));
             }
             Command::PickerGo(path) => {
+                if self.session.picker.is_none() {
+                    return;
+                }
                 let job = self.spawn("list-folder", {
                     let path = path.clone();
                     move |_, _| work::list_folder(&path)
@@ -129,6 +139,10 @@ impl<'a> Runner<'a> {
                 if i < self.session.tabs.len() {
                     // Dropping the tab drops its tasks, which cancels their jobs.
                     self.session.tabs.remove(i);
+                    // The tab shown stays shown when one left of it closes.
+                    if i < self.session.active {
+                        self.session.active -= 1;
+                    }
                     let last = self.session.tabs.len().saturating_sub(1);
                     self.session.active = self.session.active.min(last);
                     if let Some(t) = self.active() {
@@ -136,18 +150,11 @@ impl<'a> Runner<'a> {
                     }
                 }
             }
-            Command::Reload(i) => {
-                if let Some(path) = self.session.tabs.get(i).map(|t| t.path.clone()) {
-                    let job = self.load_job(&path);
-                    let tab = &mut self.session.tabs[i];
-                    *tab = Tab::new(path.clone());
-                    tab.load.start(path, job);
-                }
-            }
+            Command::Reload(i) => self.reload(i),
             Command::ClearRecent => self.session.state.recent.clear(),
             Command::SetTreeView(on) => {
                 self.session.state.tree_view = on;
-                if let Some(t) = self.active() {
+                for t in &mut self.session.tabs {
                     t.table.dirty = true;
                 }
             }
@@ -205,6 +212,7 @@ impl<'a> Runner<'a> {
                 }
             }
             Command::CopySelectedNames => self.copy_selected_names(),
+            Command::CopyText(text) => self.ctx.copy_text(text),
             Command::StartStats(key) => self.start_stats(key),
             Command::StartScan => self.start_scan(),
             Command::StartHeatmap(key) => self.start_heatmap(key),
@@ -262,16 +270,44 @@ impl<'a> Runner<'a> {
         }
     }
 
-    fn load_job(&self, path: &Path) -> std::io::Result<Job<Result<Loaded, LoadError>>> {
+    fn load_job(&mut self, path: &Path) -> std::io::Result<Job<Result<Loaded, LoadError>>> {
         let path = path.to_path_buf();
-        self.spawn("open-checkpoint", move |_, _| Loaded::open(&path))
+        self.spawn("open-checkpoint", move |_, _| work::open(&path))
     }
 
+    /// A new tab loading `path`; none when the job could not start (the
+    /// notice says so).
     fn push_tab(&mut self, path: PathBuf, job: std::io::Result<Job<Result<Loaded, LoadError>>>) {
+        if job.is_err() {
+            return;
+        }
         let mut tab = Tab::new(path.clone());
         tab.load.start(path, job);
         self.session.tabs.push(tab);
         self.session.active = self.session.tabs.len() - 1;
+    }
+
+    /// Opens tab `i`'s file again: a fresh table and view, and the
+    /// comparison (if any) diffed again once the file is back.
+    fn reload(&mut self, i: usize) {
+        let Some(path) = self.session.tabs.get(i).map(|t| t.path.clone()) else {
+            return;
+        };
+        let job = self.load_job(&path);
+        if job.is_err() {
+            return;
+        }
+        let tab = &mut self.session.tabs[i];
+        let compare = tab.compare.take().map(|mut c| {
+            c.diff.clear();
+            c.detail.clear();
+            c.selected = None;
+            c.dirty = true;
+            c
+        });
+        *tab = Tab::new(path.clone());
+        tab.compare = compare;
+        tab.load.start(path, job);
     }
 
     fn open(&mut self, path: PathBuf) {
@@ -285,6 +321,7 @@ impl<'a> Runner<'a> {
             .position(|t| t.path == abs && (t.load.is_running() || t.loaded().is_some()))
         {
             self.session.active = i;
+            self.session.tabs[i].table.dirty = true;
             return;
         }
         let job = self.load_job(&abs);

@@ -5,12 +5,15 @@
 
 use std::path::PathBuf;
 
+use egui_plot::PlotPoint;
+
 use crate::diff::{self, DeltaHistogram, DiffError, DiffReport, Status};
 use crate::format::LoadError;
 use crate::gui::model::natural_cmp;
 use crate::gui::task::Task;
 use crate::stats::TensorStats;
 use crate::stats::heatmap::Heatmap;
+use crate::text::safe_text;
 
 use super::tab::Loaded;
 
@@ -80,17 +83,22 @@ pub struct PairDetail {
     pub map: Option<Heatmap>,
 }
 
-/// The per-layer chart's points: relative L2 change of every tensor with a
-/// layer number, and the mean per layer.
+/// What the diff view shows of a report beyond its rows, built once when
+/// the report arrives: the per-layer chart's points (relative L2 change of
+/// every tensor with a layer number, and the mean per layer) and the
+/// metadata changes as text.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct LayerChart {
-    /// `[layer, rel_l2]` per tensor.
-    pub points: Vec<[f64; 2]>,
-    /// `[layer, mean rel_l2]` per layer, in layer order.
-    pub means: Vec<[f64; 2]>,
+pub struct ReportDigest {
+    /// `(layer, rel_l2)` per tensor.
+    pub points: Vec<PlotPoint>,
+    /// `(layer, mean rel_l2)` per layer, in layer order.
+    pub means: Vec<PlotPoint>,
+    /// One line per metadata key added (`+`), removed (`-`) or changed
+    /// (`~`), escaped.
+    pub metadata_text: String,
 }
 
-impl LayerChart {
+impl ReportDigest {
     /// The chart of a report.
     pub fn of(report: &DiffReport) -> Self {
         let mut points = Vec::new();
@@ -98,7 +106,7 @@ impl LayerChart {
             std::collections::BTreeMap::new();
         for t in &report.tensors {
             if let (Some(l), Some(r)) = (diff::layer_index(&t.name), t.rel_l2) {
-                points.push([l as f64, r]);
+                points.push(PlotPoint::new(l as f64, r));
                 let e = per_layer.entry(l).or_insert((0.0, 0));
                 e.0 += r;
                 e.1 += 1;
@@ -106,10 +114,34 @@ impl LayerChart {
         }
         let means = per_layer
             .iter()
-            .map(|(l, (s, n))| [*l as f64, s / f64::from(*n)])
+            .map(|(l, (s, n))| PlotPoint::new(*l as f64, s / f64::from(*n)))
             .collect();
-        Self { points, means }
+        Self {
+            points,
+            means,
+            metadata_text: metadata_text(report),
+        }
     }
+}
+
+/// The metadata changes of a report, one escaped line each.
+fn metadata_text(report: &DiffReport) -> String {
+    let m = &report.metadata;
+    let mut lines = Vec::new();
+    for (k, v) in &m.added {
+        lines.push(format!("+ {k} = {}", safe_text(v, 200)));
+    }
+    for (k, v) in &m.removed {
+        lines.push(format!("- {k} = {}", safe_text(v, 200)));
+    }
+    for (k, v) in &m.changed {
+        lines.push(format!(
+            "~ {k}: {} -> {}",
+            safe_text(&v.a, 100),
+            safe_text(&v.b, 100)
+        ));
+    }
+    lines.join("\n")
 }
 
 /// A comparison with a second checkpoint.
@@ -121,7 +153,7 @@ pub struct CompareState {
     /// The diff of A and B.
     pub diff: Task<(), DiffReport, DiffError>,
     /// The chart of the report, built when it arrives.
-    pub layers: LayerChart,
+    pub digest: ReportDigest,
     /// The rows shown, filtered and sorted.
     pub rows: Vec<DiffRow>,
     /// Which rows are shown.
@@ -145,7 +177,7 @@ impl CompareState {
             path_b,
             load_b: Task::default(),
             diff: Task::default(),
-            layers: LayerChart::default(),
+            digest: ReportDigest::default(),
             rows: Vec::new(),
             filter: DiffFilter::All,
             name_filter: String::new(),

@@ -12,7 +12,7 @@ use std::convert::Infallible;
 use std::path::PathBuf;
 use std::time::Instant;
 
-pub use compare::{CompareState, DiffColumn, DiffFilter, DiffRow, LayerChart, PairDetail};
+pub use compare::{CompareState, DiffColumn, DiffFilter, DiffRow, PairDetail, ReportDigest};
 pub use dialogs::{
     Browse, ConversionChoice, Entry, ExportDialog, Listing, Picker, SaveAsDialog, WriteForm,
 };

@@ -27,22 +27,63 @@ pub struct Loaded {
     /// integers.
     pub name_rank: Vec<u32>,
     /// The `__metadata__` entries (the index's for a sharded model), sorted.
-    pub metadata: Vec<(String, String)>,
+    pub metadata: Vec<MetaEntry>,
 }
 
 impl Loaded {
-    /// Opens `path` and computes what the table needs. Runs in a job.
-    pub fn open(path: &Path) -> Result<Self, LoadError> {
-        let ck = Checkpoint::open(path)?;
+    /// What the explorer shows of `ck`, computed once (in the job that
+    /// opened it).
+    pub fn new(ck: Checkpoint) -> Self {
         let totals = dtype_totals(&ck);
         let name_rank = name_ranks(&ck);
-        let metadata = crate::diff::metadata_of(&ck).into_iter().collect();
-        Ok(Self {
+        let metadata = crate::diff::metadata_of(&ck)
+            .into_iter()
+            .map(|(key, value)| MetaEntry::new(key, value))
+            .collect();
+        Self {
             ck: Arc::new(ck),
             totals,
             name_rank,
             metadata,
-        })
+        }
+    }
+}
+
+/// One `__metadata__` entry, with what the metadata pane shows of it.
+#[derive(Debug, Clone)]
+pub struct MetaEntry {
+    /// The key, as the file has it.
+    pub key: String,
+    /// The value, as the file has it (what *copy* copies).
+    pub value: String,
+    /// Key and value in lower case, for the search box.
+    pub search: String,
+    /// The value pretty-printed and escaped, when it is a JSON object or
+    /// array (configs often are), with its line count.
+    pub json: Option<(String, usize)>,
+}
+
+/// Characters of a pretty-printed JSON value shown at most.
+const MAX_JSON_CHARS: usize = 100_000;
+
+impl MetaEntry {
+    /// Prepares an entry for the pane.
+    pub fn new(key: String, value: String) -> Self {
+        let json = serde_json::from_str::<serde_json::Value>(&value)
+            .ok()
+            .filter(|j| j.is_object() || j.is_array())
+            .and_then(|j| serde_json::to_string_pretty(&j).ok())
+            .map(|pretty| {
+                let lines = pretty.lines().count();
+                (crate::text::safe_multiline(&pretty, MAX_JSON_CHARS), lines)
+            });
+        let search = format!("{}\n{}", key.to_lowercase(), value.to_lowercase());
+        Self {
+            key,
+            value,
+            search,
+            json,
+        }
     }
 }
 

@@ -15,6 +15,8 @@ use crate::stats::{StatsError, TensorStats};
 
 /// Per-tensor statistics kept, so going back to a tensor shows them at once.
 const STATS_KEPT: usize = 64;
+/// Heatmaps kept (a few settings of the tensor looked at).
+const HEATMAPS_KEPT: usize = 4;
 
 /// What a statistics result is of: the tensor (index into `ck.tensors`)
 /// and the F6 bit order it was decoded with.
@@ -135,7 +137,7 @@ impl Default for TensorState {
         Self {
             stats: Task::keeping(STATS_KEPT),
             scan: None,
-            heatmap: Task::default(),
+            heatmap: Task::keeping(HEATMAPS_KEPT),
         }
     }
 }

@@ -13,7 +13,7 @@ use super::command::Command;
 use super::dialog::{DialogResult, FileDialog};
 use super::panels;
 use super::runner::{Runner, remember};
-use super::state::{DialogPurpose, Listing, ReportDigest, Session, State};
+use super::state::{DialogPurpose, Listing, ReportDigest, Session, State, Views};
 
 /// How long a notice stays.
 const NOTICE_SECS: u64 = 6;
@@ -21,7 +21,9 @@ const NOTICE_SECS: u64 = 6;
 /// The Tensorscope application.
 pub struct TensorscopeApp {
     /// Everything open; panels read it, the runner changes it.
-    pub session: Session,
+    session: Session,
+    /// What the panels show and the forms' inputs; the panels' own.
+    views: Views,
     /// Commands sent since the last frame's run.
     commands: Vec<Command>,
     /// The open and save dialogs (native, or a test's).
@@ -35,6 +37,7 @@ impl TensorscopeApp {
     pub fn new(state: State, dialog: Arc<dyn FileDialog>) -> Self {
         Self {
             session: Session::new(state),
+            views: Views::default(),
             commands: Vec::new(),
             dialog,
             title: String::new(),
@@ -61,10 +64,10 @@ impl TensorscopeApp {
         self.poll();
         input_commands(ui.ctx(), &self.session, &mut self.commands);
         self.refresh();
-        panels::root_ui(ui, &mut self.session, &mut self.commands);
+        panels::root_ui(ui, &self.session, &mut self.views, &mut self.commands);
         self.update_title(ui.ctx());
         let commands = std::mem::take(&mut self.commands);
-        Runner::new(&mut self.session, &self.dialog, ui.ctx()).run_all(commands);
+        Runner::new(&mut self.session, &mut self.views, &self.dialog, ui.ctx()).run_all(commands);
         self.refresh();
         let expiry = Duration::from_secs(NOTICE_SECS);
         self.session.notices.retain(|n| n.at.elapsed() < expiry);
@@ -111,8 +114,10 @@ impl TensorscopeApp {
                     c.digest = c.diff.value().map(ReportDigest::of).unwrap_or_default();
                     c.dirty = true;
                 }
-                if c.detail.poll() {
-                    tab.view.delta_texture = None;
+                if c.detail.poll()
+                    && let Some(v) = self.views.tabs.get_mut(i)
+                {
+                    v.delta_texture = None;
                 }
                 if tab.load.value().is_some() && c.b().is_some() && c.diff.wants(&()) {
                     self.commands.push(Command::StartDiff(i));
@@ -152,11 +157,11 @@ impl TensorscopeApp {
         }
         if let Some(d) = &mut s.export {
             d.task.poll();
-            take_browsed(&mut d.browse, &mut d.path);
+            take_browsed(&mut d.browse, &mut self.views.export.path);
         }
         if let Some(d) = &mut s.save_as {
             d.task.poll();
-            take_browsed(&mut d.browse, &mut d.path);
+            take_browsed(&mut d.browse, &mut self.views.save_as.path);
         }
     }
 

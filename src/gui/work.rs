@@ -8,7 +8,9 @@ use std::sync::atomic::Ordering;
 
 use super::demo;
 use super::model::{ScanFigures, natural_cmp};
-use super::state::{Entry, Listing, Loaded, PairDetail, SaveAsDialog, ScanProgress, StatsKey};
+use super::state::{
+    Entry, Listing, Loaded, PairDetail, SaveAsDialog, SaveAsForm, ScanProgress, StatsKey,
+};
 use crate::diff::{self, DiffError, DiffOptions, DiffReport, Pair};
 use crate::format::{Checkpoint, LoadError, TensorRef};
 use crate::jobs::{CancelToken, Progress, on_job_pool};
@@ -206,8 +208,8 @@ pub fn list_folder(path: &Path) -> Result<Listing, String> {
 }
 
 /// The resave options the *Save as* form describes, or why it is invalid.
-pub fn resave_options(d: &SaveAsDialog) -> Result<ResaveOptions, String> {
-    let renames = d
+pub fn resave_options(d: &SaveAsDialog, form: &SaveAsForm) -> Result<ResaveOptions, String> {
+    let renames = form
         .renames
         .lines()
         .map(str::trim)
@@ -219,7 +221,7 @@ pub fn resave_options(d: &SaveAsDialog) -> Result<ResaveOptions, String> {
         })
         .collect::<Result<Vec<_>, _>>()?;
     let mut edits = Vec::new();
-    for (k, v, keep) in &d.metadata {
+    for (k, v, keep) in &form.metadata {
         match (keep, d.original_metadata.get(k)) {
             (false, Some(_)) => edits.push(MetadataEdit::Delete { key: k.clone() }),
             (true, Some(old)) if old != v => edits.push(MetadataEdit::Set {
@@ -233,21 +235,21 @@ pub fn resave_options(d: &SaveAsDialog) -> Result<ResaveOptions, String> {
             _ => {}
         }
     }
-    let max_shard_bytes = if d.max_shard.trim().is_empty() {
+    let max_shard_bytes = if form.max_shard.trim().is_empty() {
         None
     } else {
-        Some(crate::resave::parse_size(&d.max_shard)?)
+        Some(crate::resave::parse_size(&form.max_shard)?)
     };
     Ok(ResaveOptions {
         selection: Some(d.selection.clone()),
         renames,
         metadata_edits: edits,
-        conversions: d
+        conversions: form
             .conversions
             .iter()
             .filter_map(|c| Some((c.from, c.to?)))
             .collect(),
-        overflow: d.overflow,
+        overflow: form.overflow,
         max_shard_bytes,
         ..ResaveOptions::default()
     })

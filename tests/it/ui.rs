@@ -458,12 +458,18 @@ fn closing_a_tab_left_of_the_shown_one_keeps_it_shown() {
     let b = write(
         dir.path(),
         "b.safetensors",
-        &with_header(r#"{"only_in_b":{"dtype":"U8","shape":[2],"data_offsets":[0,2]}}"#, 2),
+        &with_header(
+            r#"{"only_in_b":{"dtype":"U8","shape":[2],"data_offsets":[0,2]}}"#,
+            2,
+        ),
     );
     let c = write(
         dir.path(),
         "c.safetensors",
-        &with_header(r#"{"only_in_c":{"dtype":"U8","shape":[2],"data_offsets":[0,2]}}"#, 2),
+        &with_header(
+            r#"{"only_in_c":{"dtype":"U8","shape":[2],"data_offsets":[0,2]}}"#,
+            2,
+        ),
     );
     let mut h = harness(State::default(), no_dialog());
     open(&mut h, &a);
@@ -473,7 +479,10 @@ fn closing_a_tab_left_of_the_shown_one_keeps_it_shown() {
     h.run_steps(2);
     h.get_by_label("only_in_b");
     // Close A, the first tab: B stays the one shown.
-    h.get_all_by_label("x").next().expect("a close button").click();
+    h.get_all_by_label("x")
+        .next()
+        .expect("a close button")
+        .click();
     h.run_steps(2);
     assert_eq!(h.query_all_by_label("x").count(), 2);
     h.get_by_label("only_in_b");

@@ -13,7 +13,7 @@ use crate::dtype::convert::{CONVERT_TO, Overflow, is_supported};
 use crate::export::ExportFormat;
 use crate::gui::command::{Command, JobId};
 use crate::gui::safe_text;
-use crate::gui::state::{Browse, ExportDialog, SaveAsDialog, WriteForm};
+use crate::gui::state::{Browse, ExportDialog, ExportForm, SaveAsDialog, SaveAsForm, WriteForm};
 use crate::text::{fmt_shape, human_bytes};
 
 /// The colour of a write that succeeded.
@@ -48,7 +48,12 @@ fn file_row_ui(
 }
 
 /// Draws the *Export tensor* window.
-pub fn export_ui(ctx: &egui::Context, d: &mut ExportDialog, out: &mut Vec<Command>) {
+pub fn export_ui(
+    ctx: &egui::Context,
+    d: &ExportDialog,
+    form: &mut ExportForm,
+    out: &mut Vec<Command>,
+) {
     let mut open = true;
     egui::Window::new("Export tensor").id(egui::Id::unique("export_dialog")).open(&mut open).collapsible(false).default_width(520.0).show(ctx, |ui| {
         let info = &d.info;
@@ -58,17 +63,17 @@ pub fn export_ui(ctx: &egui::Context, d: &mut ExportDialog, out: &mut Vec<Comman
         ui.horizontal(|ui| {
             ui.label("Format:");
             for f in ExportFormat::ALL {
-                let current = ExportFormat::from_path(Path::new(d.path.trim())).ok();
+                let current = ExportFormat::from_path(Path::new(form.path.trim())).ok();
                 if ui.selectable_label(current == Some(f), format!(".{}", f.extension())).clicked() {
-                    d.path = Path::new(d.path.trim()).with_extension(f.extension()).display().to_string();
+                    form.path = Path::new(form.path.trim()).with_extension(f.extension()).display().to_string();
                 }
             }
         });
-        file_row_ui(ui, &mut d.path, &d.browse, WriteForm::Export, 340.0, out);
+        file_row_ui(ui, &mut form.path, &d.browse, WriteForm::Export, 340.0, out);
         if info.dtype().needs_ml_dtypes() {
-            ui.checkbox(&mut d.raw, "Raw codes (BF16 as uint16, F8 as uint8, F6/F4 one code per uint8) instead of float32 values");
+            ui.checkbox(&mut form.raw, "Raw codes (BF16 as uint16, F8 as uint8, F6/F4 one code per uint8) instead of float32 values");
         }
-        ui.checkbox(&mut d.force, "Write CSV even above 10 million elements");
+        ui.checkbox(&mut form.force, "Write CSV even above 10 million elements");
         ui.add_space(6.0);
         if d.task.is_running() {
             job_row(ui, &d.task, JobId::Write(WriteForm::Export), "", 220.0, out);
@@ -98,7 +103,12 @@ pub fn export_ui(ctx: &egui::Context, d: &mut ExportDialog, out: &mut Vec<Comman
 }
 
 /// Draws the *Save as* window.
-pub fn save_as_ui(ctx: &egui::Context, d: &mut SaveAsDialog, out: &mut Vec<Command>) {
+pub fn save_as_ui(
+    ctx: &egui::Context,
+    d: &SaveAsDialog,
+    form: &mut SaveAsForm,
+    out: &mut Vec<Command>,
+) {
     let mut open = true;
     egui::Window::new("Save as").id(egui::Id::unique("save_as_dialog")).open(&mut open).collapsible(false).default_width(620.0).default_height(560.0).show(ctx, |ui| {
         egui::ScrollArea::vertical().max_height(ctx.content_rect().height() * 0.7).show(ui, |ui| {
@@ -120,11 +130,11 @@ pub fn save_as_ui(ctx: &egui::Context, d: &mut SaveAsDialog, out: &mut Vec<Comma
             });
             ui.add_space(4.0);
             ui.strong("Renames (one FROM=TO per line)");
-            ui.add(egui::TextEdit::multiline(&mut d.renames).desired_rows(2).desired_width(f32::INFINITY).hint_text("model.embed.weight=embed.weight"));
+            ui.add(egui::TextEdit::multiline(&mut form.renames).desired_rows(2).desired_width(f32::INFINITY).hint_text("model.embed.weight=embed.weight"));
             ui.add_space(4.0);
             ui.strong("Metadata (untick to remove)");
             egui::Grid::new("save_meta").num_columns(3).show(ui, |ui| {
-                for (k, v, keep) in &mut d.metadata {
+                for (k, v, keep) in &mut form.metadata {
                     ui.checkbox(keep, safe_text(k, 80));
                     ui.add_enabled_ui(*keep, |ui| {
                         ui.add_sized([380.0, 20.0], egui::TextEdit::singleline(v));
@@ -133,19 +143,19 @@ pub fn save_as_ui(ctx: &egui::Context, d: &mut SaveAsDialog, out: &mut Vec<Comma
                 }
             });
             ui.horizontal(|ui| {
-                ui.add(egui::TextEdit::singleline(&mut d.new_key).hint_text("new key").desired_width(140.0));
-                ui.add(egui::TextEdit::singleline(&mut d.new_value).hint_text("value").desired_width(260.0));
-                if ui.add_enabled(!d.new_key.trim().is_empty(), egui::Button::new("Add")).clicked() {
-                    let key = d.new_key.trim().to_owned();
-                    d.metadata.retain(|(k, _, _)| *k != key);
-                    d.metadata.push((key, std::mem::take(&mut d.new_value), true));
-                    d.new_key.clear();
+                ui.add(egui::TextEdit::singleline(&mut form.new_key).hint_text("new key").desired_width(140.0));
+                ui.add(egui::TextEdit::singleline(&mut form.new_value).hint_text("value").desired_width(260.0));
+                if ui.add_enabled(!form.new_key.trim().is_empty(), egui::Button::new("Add")).clicked() {
+                    let key = form.new_key.trim().to_owned();
+                    form.metadata.retain(|(k, _, _)| *k != key);
+                    form.metadata.push((key, std::mem::take(&mut form.new_value), true));
+                    form.new_key.clear();
                 }
             });
-            if !d.conversions.is_empty() {
+            if !form.conversions.is_empty() {
                 ui.add_space(4.0);
                 ui.strong("Convert dtypes");
-                for c in &mut d.conversions {
+                for c in &mut form.conversions {
                     ui.horizontal(|ui| {
                         let from = ui.monospace(c.from.name());
                         ui.label("->");
@@ -160,20 +170,20 @@ pub fn save_as_ui(ctx: &egui::Context, d: &mut SaveAsDialog, out: &mut Vec<Comma
                         }).response.labelled_by(from.id);
                     });
                 }
-                if d.conversions.iter().any(|c| c.to.is_some_and(Dtype::is_small_float)) {
+                if form.conversions.iter().any(|c| c.to.is_some_and(Dtype::is_small_float)) {
                     ui.horizontal(|ui| {
                         ui.label("Values too large for F8:");
-                        ui.selectable_value(&mut d.overflow, Overflow::Saturate, "saturate");
-                        ui.selectable_value(&mut d.overflow, Overflow::Nan, "become NaN");
+                        ui.selectable_value(&mut form.overflow, Overflow::Saturate, "saturate");
+                        ui.selectable_value(&mut form.overflow, Overflow::Nan, "become NaN");
                     });
                 }
             }
             ui.add_space(4.0);
             ui.horizontal(|ui| {
                 ui.label("Shard at most");
-                ui.add(egui::TextEdit::singleline(&mut d.max_shard).hint_text("e.g. 5GB (empty: one file)").desired_width(160.0));
+                ui.add(egui::TextEdit::singleline(&mut form.max_shard).hint_text("e.g. 5GB (empty: one file)").desired_width(160.0));
             });
-            file_row_ui(ui, &mut d.path, &d.browse, WriteForm::SaveAs, 420.0, out);
+            file_row_ui(ui, &mut form.path, &d.browse, WriteForm::SaveAs, 420.0, out);
         });
         ui.separator();
         if d.task.is_running() {

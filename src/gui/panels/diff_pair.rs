@@ -10,7 +10,7 @@ use super::stats::scalar;
 use super::{failure_text, job_row};
 use crate::gui::command::{Command, JobId};
 use crate::gui::safe_text;
-use crate::gui::state::Tab;
+use crate::gui::state::{Tab, ViewState};
 use crate::text::{fmt_opt, fmt_shape};
 
 /// The side panel of a comparison: the selected pair.
@@ -18,7 +18,7 @@ use crate::text::{fmt_opt, fmt_shape};
     clippy::many_single_char_names,
     reason = "a and b are the two sides of the comparison"
 )]
-pub fn pair_ui(ui: &mut egui::Ui, tab: &mut Tab, out: &mut Vec<Command>) {
+pub fn pair_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &mut Vec<Command>) {
     let Some(c) = &tab.compare else {
         return;
     };
@@ -58,7 +58,7 @@ pub fn pair_ui(ui: &mut egui::Ui, tab: &mut Tab, out: &mut Vec<Command>) {
             return;
         }
     };
-    let delta_texture = &mut tab.view.delta_texture;
+    let delta_texture = &mut view.delta_texture;
     egui::ScrollArea::vertical()
         .auto_shrink(false)
         .show(ui, |ui| {

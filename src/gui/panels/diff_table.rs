@@ -11,7 +11,9 @@ use super::{failure_text, job_row};
 use crate::diff::{DiffReport, Status, TensorDiff};
 use crate::gui::command::{Command, JobId};
 use crate::gui::safe_text;
-use crate::gui::state::{CompareState, DiffColumn, DiffFilter, DiffRow, ReportDigest, Tab};
+use crate::gui::state::{
+    CompareState, DiffColumn, DiffFilter, DiffRow, ReportDigest, Tab, ViewState,
+};
 use crate::gui::task::Failure;
 use crate::text::{fmt_opt, fmt_value};
 
@@ -45,7 +47,13 @@ pub fn status_colour(ui: &egui::Ui, s: Option<Status>) -> egui::Color32 {
 }
 
 /// The central panel of a comparison: summary, filters, chart and table.
-pub fn diff_table_ui(ui: &mut egui::Ui, tab: &mut Tab, index: usize, out: &mut Vec<Command>) {
+pub fn diff_table_ui(
+    ui: &mut egui::Ui,
+    tab: &Tab,
+    view: &mut ViewState,
+    index: usize,
+    out: &mut Vec<Command>,
+) {
     let Some(c) = &tab.compare else {
         return;
     };
@@ -124,9 +132,9 @@ pub fn diff_table_ui(ui: &mut egui::Ui, tab: &mut Tab, index: usize, out: &mut V
         {
             out.push(Command::SetDiffNameFilter(text));
         }
-        ui.checkbox(&mut tab.view.show_layer_chart, "Per-layer chart");
+        ui.checkbox(&mut view.show_layer_chart, "Per-layer chart");
     });
-    if tab.view.show_layer_chart {
+    if view.show_layer_chart {
         layer_chart_ui(ui, &c.digest);
     }
     pairs_table_ui(ui, c, report, out);

@@ -1,7 +1,8 @@
 //! The panels: functions `*_ui(ui, …)` that draw the session and push
-//! [`Command`]s. They read the session; the only state they change is their
-//! own view state ([`crate::gui::state::ViewState`], the forms' fields,
-//! textures), bound to their widgets. They never start a job.
+//! [`Command`]s. They get the [`Session`] shared, so the compiler keeps them
+//! from changing it; the only state they change is their own [`Views`]
+//! (what each tab shows, the forms' inputs, textures), bound to their
+//! widgets. They never start a job.
 
 mod chrome;
 mod dialogs;
@@ -18,11 +19,11 @@ mod tensor;
 use eframe::egui;
 
 use super::command::{Command, JobId};
-use super::state::{Session, Tab};
+use super::state::{Session, Tab, ViewState, Views};
 use super::task::{Failure, Task};
 
 /// Draws the whole window.
-pub fn root_ui(ui: &mut egui::Ui, session: &mut Session, out: &mut Vec<Command>) {
+pub fn root_ui(ui: &mut egui::Ui, session: &Session, views: &mut Views, out: &mut Vec<Command>) {
     egui::Panel::top("menu_bar").show(ui, |ui| chrome::menu_bar_ui(ui, session, out));
     if !session.tabs.is_empty() {
         egui::Panel::top("tab_bar").show(ui, |ui| chrome::tab_bar_ui(ui, session, out));
@@ -31,21 +32,20 @@ pub fn root_ui(ui: &mut egui::Ui, session: &mut Session, out: &mut Vec<Command>)
 
     let active = session.active;
     let tree_view = session.state.tree_view;
-    match session.tabs.get_mut(active) {
-        None => {
-            let recent = &session.state.recent;
-            egui::CentralPanel::default().show(ui, |ui| chrome::start_screen_ui(ui, recent, out));
-        }
-        Some(tab) => tab_ui(ui, tab, active, tree_view, out),
+    if let (Some(tab), Some(view)) = (session.tabs.get(active), views.tabs.get_mut(active)) {
+        tab_ui(ui, tab, view, active, tree_view, out);
+    } else {
+        let recent = &session.state.recent;
+        egui::CentralPanel::default().show(ui, |ui| chrome::start_screen_ui(ui, recent, out));
     }
-    if let Some(p) = &mut session.picker {
-        picker::picker_ui(ui.ctx(), p, out);
+    if let Some(p) = &session.picker {
+        picker::picker_ui(ui.ctx(), p, &mut views.picker, out);
     }
-    if let Some(d) = &mut session.export {
-        dialogs::export_ui(ui.ctx(), d, out);
+    if let Some(d) = &session.export {
+        dialogs::export_ui(ui.ctx(), d, &mut views.export, out);
     }
-    if let Some(d) = &mut session.save_as {
-        dialogs::save_as_ui(ui.ctx(), d, out);
+    if let Some(d) = &session.save_as {
+        dialogs::save_as_ui(ui.ctx(), d, &mut views.save_as, out);
     }
     chrome::drop_overlay_ui(ui.ctx());
     chrome::notices_ui(ui.ctx(), &session.notices);
@@ -53,7 +53,14 @@ pub fn root_ui(ui: &mut egui::Ui, session: &mut Session, out: &mut Vec<Command>)
 
 /// The central area for a tab: loading, the error pane, the table with the
 /// side panel, or a comparison.
-fn tab_ui(ui: &mut egui::Ui, tab: &mut Tab, index: usize, tree_view: bool, out: &mut Vec<Command>) {
+fn tab_ui(
+    ui: &mut egui::Ui,
+    tab: &Tab,
+    view: &mut ViewState,
+    index: usize,
+    tree_view: bool,
+    out: &mut Vec<Command>,
+) {
     if tab.load.is_running() {
         let (path, started) = (&tab.path, tab.load_started);
         let progress = tab.load.progress();
@@ -76,14 +83,16 @@ fn tab_ui(ui: &mut egui::Ui, tab: &mut Tab, index: usize, tree_view: bool, out: 
             egui::CentralPanel::default().show(ui, |ui| chrome::failed_ui(ui, &text, index, out));
         }
         Some(Ok(_)) if tab.compare.is_some() => {
-            side_panel(ui, "diff_side_panel").show(ui, |ui| diff_pair::pair_ui(ui, tab, out));
-            egui::CentralPanel::default()
-                .show(ui, |ui| diff_table::diff_table_ui(ui, tab, index, out));
+            side_panel(ui, "diff_side_panel").show(ui, |ui| diff_pair::pair_ui(ui, tab, view, out));
+            egui::CentralPanel::default().show(ui, |ui| {
+                diff_table::diff_table_ui(ui, tab, view, index, out);
+            });
         }
         Some(Ok(_)) => {
-            side_panel(ui, "side_panel").show(ui, |ui| side::side_panel_ui(ui, tab, out));
-            egui::CentralPanel::default()
-                .show(ui, |ui| table::table_panel_ui(ui, tab, tree_view, out));
+            side_panel(ui, "side_panel").show(ui, |ui| side::side_panel_ui(ui, tab, view, out));
+            egui::CentralPanel::default().show(ui, |ui| {
+                table::table_panel_ui(ui, tab, view, tree_view, out);
+            });
         }
     }
 }

@@ -8,7 +8,7 @@ use eframe::egui;
 use super::failure_text;
 use crate::gui::command::Command;
 use crate::gui::safe_text;
-use crate::gui::state::{Entry, Listing, Picker};
+use crate::gui::state::{Entry, Listing, Picker, PickerForm};
 use crate::text::human_bytes;
 
 fn is_checkpoint(name: &str) -> bool {
@@ -16,7 +16,12 @@ fn is_checkpoint(name: &str) -> bool {
 }
 
 /// Draws the picker window.
-pub fn picker_ui(ctx: &egui::Context, picker: &mut Picker, out: &mut Vec<Command>) {
+pub fn picker_ui(
+    ctx: &egui::Context,
+    picker: &Picker,
+    form: &mut PickerForm,
+    out: &mut Vec<Command>,
+) {
     let mut open = true;
     let mut go_to: Option<PathBuf> = None;
     let purpose = picker.purpose;
@@ -34,14 +39,14 @@ pub fn picker_ui(ctx: &egui::Context, picker: &mut Picker, out: &mut Vec<Command
                 {
                     go_to = Some(parent.to_path_buf());
                 }
-                let r = ui.add(egui::TextEdit::singleline(&mut picker.path_text).desired_width(360.0));
+                let r = ui.add(egui::TextEdit::singleline(&mut form.path_text).desired_width(360.0));
                 if (r.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter))) || ui.button("Go").clicked() {
                     // The listing job finds out whether it is a folder or a file.
-                    go_to = Some(PathBuf::from(picker.path_text.trim()));
+                    go_to = Some(PathBuf::from(form.path_text.trim()));
                 }
             });
             ui.horizontal(|ui| {
-                ui.checkbox(&mut picker.show_all, "Show all files");
+                ui.checkbox(&mut form.show_all, "Show all files");
                 if ui
                     .button("Open this folder as a model")
                     .on_hover_text("Opens the shard index or the single .safetensors file in this folder")
@@ -62,7 +67,7 @@ pub fn picker_ui(ctx: &egui::Context, picker: &mut Picker, out: &mut Vec<Command
                 Some(Ok(Listing::Folder(entries))) => {
                     let shown: Vec<&Entry> = entries
                         .iter()
-                        .filter(|e| e.is_dir || picker.show_all || is_checkpoint(&e.name))
+                        .filter(|e| e.is_dir || form.show_all || is_checkpoint(&e.name))
                         .collect();
                     let row_h = ui.text_style_height(&egui::TextStyle::Body) + 4.0;
                     egui::ScrollArea::vertical().auto_shrink(false).show_rows(ui, row_h, shown.len(), |ui, range| {

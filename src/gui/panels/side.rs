@@ -7,25 +7,25 @@ use super::tensor;
 use crate::format::CheckpointKind;
 use crate::gui::command::Command;
 use crate::gui::safe_text;
-use crate::gui::state::{SidePage, Tab};
+use crate::gui::state::{SidePage, Tab, ViewState};
 use crate::text::{human_bytes, human_count};
 
 /// Draws the side panel for a ready tab.
-pub fn side_panel_ui(ui: &mut egui::Ui, tab: &mut Tab, out: &mut Vec<Command>) {
+pub fn side_panel_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &mut Vec<Command>) {
     ui.horizontal(|ui| {
         for (page, label) in [
             (SidePage::Tensor, "Tensor"),
             (SidePage::File, "File info"),
             (SidePage::Metadata, "Metadata"),
         ] {
-            ui.selectable_value(&mut tab.view.page, page, label);
+            ui.selectable_value(&mut view.page, page, label);
         }
     });
     ui.separator();
-    match tab.view.page {
-        SidePage::Tensor => tensor::tensor_view_ui(ui, tab, out),
+    match view.page {
+        SidePage::Tensor => tensor::tensor_view_ui(ui, tab, view, out),
         SidePage::File => file_ui(ui, tab),
-        SidePage::Metadata => metadata_ui(ui, tab, out),
+        SidePage::Metadata => metadata_ui(ui, tab, view, out),
     }
 }
 
@@ -129,14 +129,14 @@ fn file_ui(ui: &mut egui::Ui, tab: &Tab) {
         });
 }
 
-fn metadata_ui(ui: &mut egui::Ui, tab: &mut Tab, out: &mut Vec<Command>) {
+fn metadata_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &mut Vec<Command>) {
     let Some(loaded) = tab.load.value() else {
         return;
     };
     let entries = &loaded.metadata;
     ui.horizontal(|ui| {
         ui.add(
-            egui::TextEdit::singleline(&mut tab.view.meta_filter)
+            egui::TextEdit::singleline(&mut view.meta_filter)
                 .hint_text("Search keys and values")
                 .desired_width(220.0),
         );
@@ -158,7 +158,7 @@ fn metadata_ui(ui: &mut egui::Ui, tab: &mut Tab, out: &mut Vec<Command>) {
         });
         return;
     }
-    let needle = tab.view.meta_filter.to_lowercase();
+    let needle = view.meta_filter.to_lowercase();
     egui::ScrollArea::vertical()
         .auto_shrink(false)
         .show(ui, |ui| {

@@ -10,15 +10,21 @@ use crate::format::Checkpoint;
 use crate::gui::command::Command;
 use crate::gui::model::{Column, Direction, ScanFigures, TreeRow};
 use crate::gui::safe_text;
-use crate::gui::state::{SelectMode, Tab, TableState};
+use crate::gui::state::{SelectMode, Tab, TableState, ViewState};
 use crate::text::{fmt_opt, fmt_shape, human_bytes};
 
 /// Draws the filter row and the table.
-pub fn table_panel_ui(ui: &mut egui::Ui, tab: &mut Tab, tree_view: bool, out: &mut Vec<Command>) {
+pub fn table_panel_ui(
+    ui: &mut egui::Ui,
+    tab: &Tab,
+    view: &mut ViewState,
+    tree_view: bool,
+    out: &mut Vec<Command>,
+) {
     if tab.loaded().is_none() {
         return;
     }
-    filter_row_ui(ui, tab, tree_view, out);
+    filter_row_ui(ui, tab, view, tree_view, out);
     let Some(loaded) = tab.load.value() else {
         return;
     };
@@ -50,7 +56,7 @@ pub fn table_panel_ui(ui: &mut egui::Ui, tab: &mut Tab, tree_view: bool, out: &m
     let columns = columns(cells.scan.is_some(), ck.is_sharded());
     let row_height = ui.text_style_height(&egui::TextStyle::Body) + 6.0;
     let table = &tab.table;
-    let scroll_to = tab.view.scroll_to.take();
+    let scroll_to = view.scroll_to.take();
     egui::ScrollArea::horizontal()
         .id_salt("table_hscroll")
         .show(ui, |ui| {
@@ -325,7 +331,13 @@ fn scan_cells_ui(row: &mut egui_extras::TableRow<'_, '_>, figures: Option<ScanFi
     });
 }
 
-fn filter_row_ui(ui: &mut egui::Ui, tab: &mut Tab, tree_view: bool, out: &mut Vec<Command>) {
+fn filter_row_ui(
+    ui: &mut egui::Ui,
+    tab: &Tab,
+    view: &mut ViewState,
+    tree_view: bool,
+    out: &mut Vec<Command>,
+) {
     let present = tab
         .load
         .value()
@@ -340,7 +352,7 @@ fn filter_row_ui(ui: &mut egui::Ui, tab: &mut Tab, tree_view: bool, out: &mut Ve
                 .desired_width(280.0)
                 .id(egui::Id::unique("tensor_filter")),
         );
-        if std::mem::take(&mut tab.view.focus_filter) {
+        if std::mem::take(&mut view.focus_filter) {
             r.request_focus();
         }
         if r.changed() {

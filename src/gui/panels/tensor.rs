@@ -17,7 +17,7 @@ use crate::text::{fmt_shape, fmt_value, human_bytes};
 pub const PAGE_SIZE: u64 = 256;
 
 /// Draws the tensor view for the tab's cursor tensor.
-pub fn tensor_view_ui(ui: &mut egui::Ui, tab: &mut Tab, out: &mut Vec<Command>) {
+pub fn tensor_view_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &mut Vec<Command>) {
     let Some(loaded) = tab.load.value() else {
         return;
     };
@@ -34,7 +34,6 @@ pub fn tensor_view_ui(ui: &mut egui::Ui, tab: &mut Tab, out: &mut Vec<Command>) 
     let Some((tref, info)) = ck.entry(index) else {
         return;
     };
-    let view = &mut tab.view;
     if view.values_tensor != Some(index) {
         view.values_tensor = Some(index);
         view.value_start = 0;

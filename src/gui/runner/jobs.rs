@@ -10,7 +10,8 @@ use crate::export::{self, Encoding, ExportOptions, SizeLimit};
 use crate::format::Checkpoint;
 use crate::gui::command::JobId;
 use crate::gui::state::{
-    CompareState, HeatKey, SaveAsDialog, ScanProgress, ScanState, ScanSummary, StatsKey, WriteForm,
+    Browse, CompareState, HeatKey, SaveAsDialog, ScanProgress, ScanState, ScanSummary, StatsKey,
+    WriteForm,
 };
 use crate::gui::task::Task;
 use crate::gui::work;
@@ -84,7 +85,9 @@ impl Runner<'_> {
             let mut c = CompareState::new(abs.clone());
             c.load_b.start(abs, job);
             tab.compare = Some(c);
-            tab.view.delta_texture = None;
+        }
+        if let Some(v) = self.active_view() {
+            v.delta_texture = None;
         }
         // The diff starts once both sides are open (see the app's poll).
     }
@@ -167,38 +170,35 @@ impl Runner<'_> {
                     .notify("no tensor to save: the filter shows none");
             }
             Some((ck, sel)) => {
-                let mut d = SaveAsDialog::new(ck, sel);
+                let (mut d, form) = SaveAsDialog::new(ck, sel);
                 d.browse.unavailable = !self.dialog.available();
                 self.session.save_as = Some(d);
+                self.views.save_as = form;
             }
             None => self.session.notify("open a checkpoint first"),
         }
     }
 
     pub(super) fn browse(&mut self, form: WriteForm) {
-        let suggested = match form {
-            WriteForm::Export => self
-                .session
-                .export
-                .as_ref()
-                .map(|d| work::typed_path(&d.path)),
-            WriteForm::SaveAs => self
-                .session
-                .save_as
-                .as_ref()
-                .map(|d| work::typed_path(&d.path)),
-        };
-        let Some(suggested) = suggested else {
+        if self.browse_of(form).is_none() {
             return;
-        };
+        }
+        let suggested = work::typed_path(match form {
+            WriteForm::Export => &self.views.export.path,
+            WriteForm::SaveAs => &self.views.save_as.path,
+        });
         let dialog = Arc::clone(self.dialog);
         let job = self.spawn("save-dialog", move |_, _| Ok(dialog.save_file(&suggested)));
-        let browse = match form {
+        if let Some(b) = self.browse_of(form) {
+            b.task.start((), job);
+        }
+    }
+
+    /// The *Browse…* state of an open form.
+    fn browse_of(&mut self, form: WriteForm) -> Option<&mut Browse> {
+        match form {
             WriteForm::Export => self.session.export.as_mut().map(|d| &mut d.browse),
             WriteForm::SaveAs => self.session.save_as.as_mut().map(|d| &mut d.browse),
-        };
-        if let Some(b) = browse {
-            b.task.start((), job);
         }
     }
 
@@ -210,14 +210,15 @@ impl Runner<'_> {
             return;
         };
         let ck = Arc::clone(&d.ck);
-        let out = work::typed_path(&d.path);
+        let form = &self.views.export;
+        let out = work::typed_path(&form.path);
         let opts = ExportOptions {
-            encoding: if d.raw {
+            encoding: if form.raw {
                 Encoding::RawCodes
             } else {
                 Encoding::Values
             },
-            size_limit: if d.force {
+            size_limit: if form.force {
                 SizeLimit::Ignore
             } else {
                 SizeLimit::Enforce
@@ -236,9 +237,9 @@ impl Runner<'_> {
         let Some(d) = &self.session.save_as else {
             return;
         };
-        let opts = work::resave_options(d);
+        let opts = work::resave_options(d, &self.views.save_as);
         let ck = Arc::clone(&d.ck);
-        let out = work::typed_path(&d.path);
+        let out = work::typed_path(&self.views.save_as.path);
         let job = opts.map(|opts| {
             self.spawn("save-as", move |cancel, progress| {
                 crate::resave::resave(&ck, &out, &opts, cancel, progress)

@@ -15,7 +15,8 @@ use super::command::Command;
 use super::dialog::FileDialog;
 use super::model::Direction;
 use super::state::{
-    DialogPurpose, ExportDialog, Loaded, MAX_RECENT, Picker, Session, Tab, WriteForm,
+    DialogPurpose, ExportDialog, Loaded, MAX_RECENT, Picker, PickerForm, Session, Tab, ViewState,
+    Views, WriteForm,
 };
 use super::work;
 
@@ -27,23 +28,26 @@ use crate::jobs::{CancelToken, Job, Progress};
 /// that falls back to the picker), never without end.
 const MAX_COMMANDS_PER_FRAME: usize = 1024;
 
-/// Runs commands against a session.
+/// Runs commands against a session and the panels' views.
 pub struct Runner<'a> {
     session: &'a mut Session,
+    views: &'a mut Views,
     dialog: &'a Arc<dyn FileDialog>,
     ctx: &'a egui::Context,
     queue: VecDeque<Command>,
 }
 
 impl<'a> Runner<'a> {
-    /// A runner over `session`; jobs wake the UI through `ctx`.
+    /// A runner over `session` and `views`; jobs wake the UI through `ctx`.
     pub fn new(
         session: &'a mut Session,
+        views: &'a mut Views,
         dialog: &'a Arc<dyn FileDialog>,
         ctx: &'a egui::Context,
     ) -> Self {
         Self {
             session,
+            views,
             dialog,
             ctx,
             queue: VecDeque::new(),
@@ -92,6 +96,11 @@ impl<'a> Runner<'a> {
         self.session.active_tab_mut()
     }
 
+    /// The panels' view of the active tab.
+    fn active_view(&mut self) -> Option<&mut ViewState> {
+        self.views.tabs.get_mut(self.session.active)
+    }
+
     #[expect(
         clippy::too_many_lines,
         reason = "one arm per command; each arm is short or calls a method"
@@ -108,6 +117,7 @@ impl<'a> Runner<'a> {
                     .or_else(|| std::env::current_dir().ok())
                     .unwrap_or_else(|| PathBuf::from("/"));
                 self.session.picker = Some(Picker::new(purpose, start.clone()));
+                self.views.picker = PickerForm::default();
                 self.send(Command::PickerGo(start));
             }
             Command::PickerGo(path) => {
@@ -118,8 +128,8 @@ impl<'a> Runner<'a> {
                     let path = path.clone();
                     move |_, _| work::list_folder(&path)
                 });
+                self.views.picker.path_text = path.display().to_string();
                 if let Some(p) = &mut self.session.picker {
-                    p.path_text = path.display().to_string();
                     p.listing.start(path, job);
                 }
             }
@@ -139,6 +149,9 @@ impl<'a> Runner<'a> {
                 if i < self.session.tabs.len() {
                     // Dropping the tab drops its tasks, which cancels their jobs.
                     self.session.tabs.remove(i);
+                    if i < self.views.tabs.len() {
+                        self.views.tabs.remove(i);
+                    }
                     // The tab shown stays shown when one left of it closes.
                     if i < self.session.active {
                         self.session.active -= 1;
@@ -202,13 +215,14 @@ impl<'a> Runner<'a> {
                 }
             }
             Command::MoveCursor(delta) => {
-                if let Some(t) = self.active() {
-                    t.view.scroll_to = t.table.move_cursor(delta);
+                let row = self.active().and_then(|t| t.table.move_cursor(delta));
+                if let Some(v) = self.active_view() {
+                    v.scroll_to = row;
                 }
             }
             Command::FocusFilter => {
-                if let Some(t) = self.active() {
-                    t.view.focus_filter = true;
+                if let Some(v) = self.active_view() {
+                    v.focus_filter = true;
                 }
             }
             Command::CopySelectedNames => self.copy_selected_names(),
@@ -252,9 +266,10 @@ impl<'a> Runner<'a> {
                     .active_tab()
                     .and_then(|t| ExportDialog::new(Arc::clone(&t.loaded()?.ck), t.table.cursor?));
                 match form {
-                    Some(mut d) => {
+                    Some((mut d, form)) => {
                         d.browse.unavailable = !self.dialog.available();
                         self.session.export = Some(d);
+                        self.views.export = form;
                     }
                     None => self.session.notify("select a tensor to export"),
                 }
@@ -284,6 +299,7 @@ impl<'a> Runner<'a> {
         let mut tab = Tab::new(path.clone());
         tab.load.start(path, job);
         self.session.tabs.push(tab);
+        self.views.tabs.push(ViewState::default());
         self.session.active = self.session.tabs.len() - 1;
     }
 
@@ -308,6 +324,9 @@ impl<'a> Runner<'a> {
         *tab = Tab::new(path.clone());
         tab.compare = compare;
         tab.load.start(path, job);
+        if let Some(v) = self.views.tabs.get_mut(i) {
+            *v = ViewState::default();
+        }
     }
 
     fn open(&mut self, path: PathBuf) {

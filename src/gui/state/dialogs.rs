@@ -44,10 +44,6 @@ pub struct Picker {
     pub purpose: DialogPurpose,
     /// The folder listed (or being listed).
     pub folder: PathBuf,
-    /// The path box, as typed.
-    pub path_text: String,
-    /// List every file, not only checkpoints.
-    pub show_all: bool,
     /// Reading the folder; the previous listing stays on show meanwhile.
     pub listing: Task<PathBuf, Listing, String>,
 }
@@ -57,12 +53,19 @@ impl Picker {
     pub fn new(purpose: DialogPurpose, folder: PathBuf) -> Self {
         Self {
             purpose,
-            path_text: folder.display().to_string(),
             folder,
-            show_all: false,
             listing: Task::default(),
         }
     }
+}
+
+/// The picker's inputs, edited by its panel.
+#[derive(Debug, Clone, Default)]
+pub struct PickerForm {
+    /// The path box, as typed.
+    pub path_text: String,
+    /// List every file, not only checkpoints.
+    pub show_all: bool,
 }
 
 /// Which writing form a command is for.
@@ -115,12 +118,6 @@ pub struct ExportDialog {
     pub index: usize,
     /// The tensor's header entry, for the form's title.
     pub info: TensorInfo,
-    /// The output path as typed; its extension picks the format.
-    pub path: String,
-    /// Write raw codes (BF16 as uint16, F8 as uint8, …) instead of values.
-    pub raw: bool,
-    /// Write CSV even above its size limit.
-    pub force: bool,
     /// The native save dialog.
     pub browse: Browse,
     /// The export job; its outcome shows under the buttons.
@@ -129,29 +126,43 @@ pub struct ExportDialog {
 
 impl ExportDialog {
     /// A form exporting tensor `index` of `ck` next to the checkpoint, as
-    /// `.npy`; `None` when there is no such tensor.
-    pub fn new(ck: Arc<Checkpoint>, index: usize) -> Option<Self> {
+    /// `.npy`, with its inputs; `None` when there is no such tensor.
+    pub fn new(ck: Arc<Checkpoint>, index: usize) -> Option<(Self, ExportForm)> {
         let info = ck.entry(index)?.1.clone();
         let path = folder_of(&ck)
             .join(format!("{}.npy", file_stem(info.name())))
             .display()
             .to_string();
-        Some(Self {
-            ck,
-            index,
-            info,
+        let form = ExportForm {
             path,
             raw: false,
             force: false,
+        };
+        let dialog = Self {
+            ck,
+            index,
+            info,
             browse: Browse::default(),
             task: Task::default(),
-        })
+        };
+        Some((dialog, form))
     }
 
     /// True while the export or the save dialog runs.
     pub fn is_busy(&self) -> bool {
         self.task.is_running() || self.browse.task.is_running()
     }
+}
+
+/// The *Export tensor* form's inputs, edited by its panel.
+#[derive(Debug, Clone, Default)]
+pub struct ExportForm {
+    /// The output path as typed; its extension picks the format.
+    pub path: String,
+    /// Write raw codes (BF16 as uint16, F8 as uint8, …) instead of values.
+    pub raw: bool,
+    /// Write CSV even above its size limit.
+    pub force: bool,
 }
 
 /// A dtype conversion choice in the *Save as* form.
@@ -171,24 +182,8 @@ pub struct SaveAsDialog {
     pub selection: Vec<usize>,
     /// Their bytes in all, for the title.
     pub selection_bytes: u64,
-    /// The output path as typed.
-    pub path: String,
-    /// `FROM=TO` lines.
-    pub renames: String,
-    /// Metadata rows: key, value, keep (unticked rows are removed).
-    pub metadata: Vec<(String, String, bool)>,
     /// The metadata as the file has it, to tell edits from keeps.
     pub original_metadata: BTreeMap<String, String>,
-    /// The key of a row being added.
-    pub new_key: String,
-    /// The value of a row being added.
-    pub new_value: String,
-    /// One choice per convertible dtype of the selection.
-    pub conversions: Vec<ConversionChoice>,
-    /// What F8 does with values beyond its range.
-    pub overflow: Overflow,
-    /// Re-shard at this size (`5GB`, `5GiB`, bytes); empty writes one file.
-    pub max_shard: String,
     /// The native save dialog.
     pub browse: Browse,
     /// Why the form's options are invalid, from the last *Save* click.
@@ -199,8 +194,8 @@ pub struct SaveAsDialog {
 
 impl SaveAsDialog {
     /// A form writing `selection` (indices into `ck.tensors`) beside the
-    /// checkpoint, keeping its metadata.
-    pub fn new(ck: Arc<Checkpoint>, selection: Vec<usize>) -> Self {
+    /// checkpoint, keeping its metadata, with its inputs.
+    pub fn new(ck: Arc<Checkpoint>, selection: Vec<usize>) -> (Self, SaveAsForm) {
         let stem = match &ck.kind() {
             CheckpointKind::Single => ck
                 .path()
@@ -237,27 +232,51 @@ impl SaveAsDialog {
             .filter(|d| CONVERT_TO.iter().any(|t| is_supported(*d, *t)))
             .map(|from| ConversionChoice { from, to: None })
             .collect();
-        Self {
-            ck,
-            selection,
-            selection_bytes,
+        let form = SaveAsForm {
             path,
             renames: String::new(),
             metadata,
-            original_metadata,
             new_key: String::new(),
             new_value: String::new(),
             conversions,
             overflow: Overflow::Saturate,
             max_shard: String::new(),
+        };
+        let dialog = Self {
+            ck,
+            selection,
+            selection_bytes,
+            original_metadata,
             browse: Browse::default(),
             invalid: None,
             task: Task::default(),
-        }
+        };
+        (dialog, form)
     }
 
     /// True while the write or the save dialog runs.
     pub fn is_busy(&self) -> bool {
         self.task.is_running() || self.browse.task.is_running()
     }
+}
+
+/// The *Save as* form's inputs, edited by its panel.
+#[derive(Debug, Clone, Default)]
+pub struct SaveAsForm {
+    /// The output path as typed.
+    pub path: String,
+    /// `FROM=TO` lines.
+    pub renames: String,
+    /// Metadata rows: key, value, keep (unticked rows are removed).
+    pub metadata: Vec<(String, String, bool)>,
+    /// The key of a row being added.
+    pub new_key: String,
+    /// The value of a row being added.
+    pub new_value: String,
+    /// One choice per convertible dtype of the selection.
+    pub conversions: Vec<ConversionChoice>,
+    /// What F8 does with values beyond its range.
+    pub overflow: Overflow,
+    /// Re-shard at this size (`5GB`, `5GiB`, bytes); empty writes one file.
+    pub max_shard: String,
 }

@@ -1,7 +1,10 @@
-//! Everything the explorer holds between frames, as plain data: the
-//! persisted [`State`], the open tabs, the dialogs and the notices. These
-//! types import nothing from the panels or the app: panels read them (and
-//! write only their own view state, [`ViewState`]), the runner changes them.
+//! Everything the explorer holds between frames, as plain data, in two
+//! parts. The [`Session`] (the persisted [`State`], the open tabs, their
+//! jobs, the dialogs, the notices) is what the app holds: panels get it
+//! shared, so the compiler keeps them from changing it; the runner changes
+//! it. The [`Views`] (what each tab's panels show, the forms' inputs) belong
+//! to the panels, bound to their widgets. These types import nothing from
+//! the panels or the app.
 
 mod compare;
 mod dialogs;
@@ -14,9 +17,10 @@ use std::time::Instant;
 
 pub use compare::{CompareState, DiffColumn, DiffFilter, DiffRow, PairDetail, ReportDigest};
 pub use dialogs::{
-    Browse, ConversionChoice, Entry, ExportDialog, Listing, Picker, SaveAsDialog, WriteForm,
+    Browse, ConversionChoice, Entry, ExportDialog, ExportForm, Listing, Picker, PickerForm,
+    SaveAsDialog, SaveAsForm, WriteForm,
 };
-pub use tab::{Loaded, SelectMode, Tab, TableState};
+pub use tab::{Loaded, MetaEntry, SelectMode, Tab, TableState};
 pub use tensor::{
     HeatKey, HistKind, ScanProgress, ScanState, ScanSummary, Section, SidePage, StatsKey,
     TensorState, ViewState,
@@ -55,6 +59,22 @@ pub struct Notice {
     pub text: String,
     /// When it was posted (it expires from then).
     pub at: Instant,
+}
+
+/// What the panels own: one [`ViewState`] per tab (same order as
+/// [`Session::tabs`]) and the inputs of the picker and the writing forms.
+/// The runner keeps `tabs` in step with the session's tabs and sets a form
+/// up when it opens one.
+#[derive(Default)]
+pub struct Views {
+    /// One per open tab, in tab order.
+    pub tabs: Vec<ViewState>,
+    /// The in-app picker's inputs.
+    pub picker: PickerForm,
+    /// The *Export tensor* form's inputs.
+    pub export: ExportForm,
+    /// The *Save as* form's inputs.
+    pub save_as: SaveAsForm,
 }
 
 /// Everything open in this run of the window.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::compare::CompareState;
-use super::tensor::{TensorState, ViewState};
+use super::tensor::TensorState;
 use crate::dtype::Dtype;
 use crate::format::{Checkpoint, LoadError};
 use crate::gui::model::{
@@ -199,8 +199,6 @@ pub struct Tab {
     pub table: TableState,
     /// The tensor view's background work.
     pub tensor: TensorState,
-    /// What the panels show and how (their own state).
-    pub view: ViewState,
     /// A comparison with a second checkpoint, when one is open.
     pub compare: Option<CompareState>,
 }
@@ -214,7 +212,6 @@ impl Tab {
             load_started: Instant::now(),
             table: TableState::default(),
             tensor: TensorState::default(),
-            view: ViewState::default(),
             compare: None,
         }
     }

@@ -7,7 +7,7 @@
 //! tensor as `.npy`/`.csv`/`.bin`/`.png`, [`resave`] writes a new checkpoint
 //! from an old one, [`fsio`] writes every file atomically, and [`jobs`] carries cancellation and progress. The
 //! command line (the `tensorscope` binary) and the desktop explorer
-//! ([`gui`], behind the default `gui` feature) are two faces over it.
+//! (`gui`, behind the default `gui` feature) are two faces over it.
 
 pub mod diff;
 pub mod dtype;

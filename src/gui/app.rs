@@ -1,6 +1,6 @@
 //! The application: one frame is *collect finished jobs → read input →
 //! draw the panels → run the commands they sent*. Panels only draw and
-//! send [`Command`]s; the [`Runner`] is the one place commands change the
+//! send [`Command`]s; the runner is the one place commands change the
 //! session and start jobs.
 
 use std::path::PathBuf;

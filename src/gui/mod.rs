@@ -2,11 +2,11 @@
 //! module knows egui. A frame collects finished background jobs, draws the
 //! panels, and runs the [`Command`]s they sent (see `ARCHITECTURE.md`):
 //!
-//! - [`app`]: the frame loop; [`runner`]: the one place commands change the
-//!   session and start jobs, whose work is in [`work`];
+//! - [`app`]: the frame loop; `runner`: the one place commands change the
+//!   session and start jobs, whose work is in `work`;
 //! - [`command`] and [`state`]: plain data, importing no panel;
 //!   [`task`]: the one type for a value computed in the background;
-//! - [`panels`]: drawing only; [`model`]: the table's sorting, filtering and
+//! - `panels`: drawing only; [`model`]: the table's sorting, filtering and
 //!   tree as plain functions; [`dialog`]: the native dialogs behind a trait.
 
 pub mod app;

@@ -124,7 +124,7 @@ impl ScanState {
 
 /// The tensor view's background work.
 pub struct TensorState {
-    /// Statistics of the tensors looked at, the last [`STATS_KEPT`] kept.
+    /// Statistics of the tensors looked at, the last 64 kept.
     pub stats: Task<StatsKey, TensorStats, StatsError>,
     /// The whole-file scan, once started.
     pub scan: Option<ScanState>,

@@ -7,7 +7,7 @@ use egui_plot::{Bar, BarChart, Legend, Line, Plot, PlotPoints};
 
 use super::diff_table::status_colour;
 use super::stats::scalar;
-use super::{failure_text, job_row};
+use super::{bar_width, bins, failure_text, job_row};
 use crate::gui::command::{Command, JobId};
 use crate::gui::safe_text;
 use crate::gui::state::{Tab, ViewState};
@@ -70,18 +70,8 @@ pub fn pair_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &mut Vec
                 let line = |h: &Option<crate::stats::Histogram>| -> Vec<[f64; 2]> {
                     h.as_ref()
                         .map(|h| {
-                            h.counts
-                                .iter()
-                                .enumerate()
-                                .map(|(i, &c)| {
-                                    [
-                                        f64::midpoint(
-                                            h.edges[i],
-                                            h.edges.get(i + 1).copied().unwrap_or(h.edges[i]),
-                                        ),
-                                        c as f64,
-                                    ]
-                                })
+                            bins(&h.edges, &h.counts)
+                                .map(|(lo, hi, c)| [f64::midpoint(lo, hi), c as f64])
                                 .collect()
                         })
                         .unwrap_or_default()
@@ -101,17 +91,9 @@ pub fn pair_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &mut Vec
                 if counts.is_empty() {
                     ui.weak("No finite pairs.");
                 } else {
-                    let bars: Vec<Bar> = counts
-                        .iter()
-                        .enumerate()
-                        .map(|(i, &n)| {
-                            let (lo, hi) =
-                                (edges[i], edges.get(i + 1).copied().unwrap_or(edges[i]));
-                            Bar::new(f64::midpoint(lo, hi), n as f64).width(if hi > lo {
-                                hi - lo
-                            } else {
-                                1.0
-                            })
+                    let bars: Vec<Bar> = bins(edges, counts)
+                        .map(|(lo, hi, n)| {
+                            Bar::new(f64::midpoint(lo, hi), n as f64).width(bar_width(lo, hi))
                         })
                         .collect();
                     Plot::new("pair_delta")

@@ -138,12 +138,14 @@ pub fn heatmap_ui(
                 let r = ui.add(egui::Image::new((texture.id(), size)).sense(egui::Sense::hover()));
                 if let Some(pos) = r.hover_pos() {
                     let rel = (pos - r.rect.min) / r.rect.size();
-                    let cx = ((rel.x * map.width as f32) as usize).min(map.width - 1);
-                    let cy = ((rel.y * map.height as f32) as usize).min(map.height - 1);
-                    let v = map.cells[cy * map.width + cx];
-                    let r0 = cy as u64 * map.rows / map.height as u64;
-                    let c0 = cx as u64 * map.cols / map.width as u64;
-                    r.on_hover_text(format!("rows {r0}…, cols {c0}…: {}", fmt_value(v)));
+                    let cx = ((rel.x * map.width as f32) as usize).min(map.width.saturating_sub(1));
+                    let cy =
+                        ((rel.y * map.height as f32) as usize).min(map.height.saturating_sub(1));
+                    if let Some(&v) = map.cells.get(cy * map.width + cx) {
+                        let r0 = cy as u64 * map.rows / map.height.max(1) as u64;
+                        let c0 = cx as u64 * map.cols / map.width.max(1) as u64;
+                        r.on_hover_text(format!("rows {r0}…, cols {c0}…: {}", fmt_value(v)));
+                    }
                 }
                 colour_bar_ui(ui, map, size.y);
             });

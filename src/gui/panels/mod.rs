@@ -138,6 +138,20 @@ pub fn job_row<K, T, E>(
     });
 }
 
+/// The bins of a linear histogram as `(low edge, high edge, count)`; a bin
+/// without an upper edge (the last of a one-value histogram) is `lo..lo`.
+pub fn bins<'a>(edges: &'a [f64], counts: &'a [u64]) -> impl Iterator<Item = (f64, f64, u64)> + 'a {
+    counts.iter().enumerate().filter_map(move |(i, &c)| {
+        let lo = *edges.get(i)?;
+        Some((lo, edges.get(i + 1).copied().unwrap_or(lo), c))
+    })
+}
+
+/// The width of a bar over `lo..hi`: the bin's, or 1 for a one-value bin.
+pub fn bar_width(lo: f64, hi: f64) -> f64 {
+    if hi > lo { hi - lo } else { 1.0 }
+}
+
 /// The message for a failed task, escaped: its error, or what happened
 /// to it (cancelled, an internal error, not started).
 pub fn failure_text<E: std::fmt::Display>(failure: &Failure<E>, max_chars: usize) -> String {

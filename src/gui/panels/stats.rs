@@ -5,7 +5,7 @@
 use eframe::egui;
 use egui_plot::{Bar, BarChart, Plot};
 
-use super::{failure_text, job_row};
+use super::{bar_width, bins, failure_text, job_row};
 use crate::dtype::Dtype;
 use crate::format::Checkpoint;
 use crate::gui::command::{Command, JobId};
@@ -260,17 +260,10 @@ fn histogram_ui(ui: &mut egui::Ui, s: &mut ViewState, v: &ValueStats, small_floa
     let (bars, x_label): (Vec<Bar>, &str) = match kind {
         HistKind::Linear => match &v.histogram {
             Some(h) if !h.counts.is_empty() => (
-                h.counts
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &c)| {
-                        let (lo, hi) = (
-                            h.edges[i],
-                            h.edges.get(i + 1).copied().unwrap_or(h.edges[i]),
-                        );
-                        let width = if hi > lo { hi - lo } else { 1.0 };
+                bins(&h.edges, &h.counts)
+                    .map(|(lo, hi, c)| {
                         Bar::new(f64::midpoint(lo, hi), y(c))
-                            .width(width)
+                            .width(bar_width(lo, hi))
                             .name(format!("[{}, {}): {c}", fmt_value(lo), fmt_value(hi)))
                     })
                     .collect(),

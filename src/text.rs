@@ -18,11 +18,23 @@ pub enum Style {
     MultilineLabel,
 }
 
-/// The characters that change the direction of the text after them
-/// (Unicode bidi embeddings, overrides, isolates and marks): shown escaped
-/// so a name cannot make another name, or a path, read differently.
-fn is_bidi_control(c: char) -> bool {
-    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}')
+/// Characters that change how the text around them reads without showing
+/// themselves: bidi embeddings, overrides, isolates and marks (they reorder
+/// what follows), and the zero-width space, joiners, word joiner and BOM
+/// (they make two different names look the same). Shown escaped, so a name
+/// cannot pass for another name or hide part of itself.
+fn is_invisible_control(c: char) -> bool {
+    matches!(
+        c,
+        '\u{202A}'..='\u{202E}'
+            | '\u{2066}'..='\u{2069}'
+            | '\u{200E}'
+            | '\u{200F}'
+            | '\u{061C}'
+            | '\u{200B}'..='\u{200D}'
+            | '\u{2060}'
+            | '\u{FEFF}'
+    )
 }
 
 /// Makes untrusted text safe to show: control characters and bidi controls
@@ -43,7 +55,7 @@ pub fn escape(s: &str, max_chars: usize, style: Style) -> String {
         }
         if keep_lines && (c == '\n' || c == '\t') {
             out.push(c);
-        } else if c.is_control() || is_bidi_control(c) {
+        } else if c.is_control() || is_invisible_control(c) {
             out.extend(c.escape_unicode());
         } else {
             out.push(c);
@@ -150,6 +162,11 @@ mod tests {
     fn terminal_names_are_escaped() {
         assert_eq!(display_name("a\nb"), "a\\u{a}b");
         assert_eq!(display_name("x\u{202E}y"), "x\\u{202e}y");
+        // Zero-width characters would make two names look the same.
+        assert_eq!(
+            display_name("a\u{200B}b\u{200C}\u{200D}\u{2060}\u{FEFF}"),
+            "a\\u{200b}b\\u{200c}\\u{200d}\\u{2060}\\u{feff}"
+        );
         assert_eq!(display_name(""), "\"\"");
         let long = "x".repeat(1_000_000);
         assert!(display_name(&long).len() < 300);
@@ -159,6 +176,7 @@ mod tests {
     #[test]
     fn labels_are_escaped() {
         assert_eq!(safe_text("a\nb\u{202E}", 10), "a\\u{a}b\\u{202e}");
+        assert_eq!(safe_multiline("k\u{200B}\n", 10), "k\\u{200b}\n");
         assert_eq!(safe_multiline("a\nb", 10), "a\nb");
         assert_eq!(safe_text("", 10), "");
         let long = safe_text(&"x".repeat(1 << 20), 100);

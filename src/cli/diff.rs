@@ -26,10 +26,10 @@ pub struct DiffArgs {
     #[arg(long)]
     pub only_changed: bool,
     /// Absolute tolerance: values are equal when |a − b| ≤ atol + rtol·|b|.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = tolerance, allow_negative_numbers = true)]
     pub atol: f64,
     /// Relative tolerance (numpy.isclose semantics).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = tolerance, allow_negative_numbers = true)]
     pub rtol: f64,
     /// Remove this prefix from names on both sides before matching (repeatable).
     #[arg(long = "strip-prefix", value_name = "PREFIX")]
@@ -39,6 +39,20 @@ pub struct DiffArgs {
     pub rename: Vec<String>,
     #[command(flatten)]
     pub common: Common,
+}
+
+/// `--atol` and `--rtol`: a number ≥ 0 (not NaN), so a usage error is
+/// reported as every other one is, with its JSON document.
+fn tolerance(text: &str) -> Result<f64, String> {
+    let v: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number"))?;
+    if v >= 0.0 {
+        Ok(v)
+    } else {
+        Err(format!("{text:?} is not a non-negative number"))
+    }
 }
 
 #[derive(Serialize)]
@@ -189,10 +203,6 @@ pub fn run(args: &DiffArgs, out: &mut Output) -> i32 {
             return EXIT_ERROR;
         }
     };
-    if !(args.atol >= 0.0 && args.rtol >= 0.0) {
-        eprintln!("tensorscope: --atol and --rtol must be non-negative numbers");
-        return EXIT_ERROR;
-    }
     let a = match Checkpoint::open(&args.a) {
         Ok(c) => c,
         Err(e) => return report_error(out, args.common.json, &e),
@@ -216,7 +226,14 @@ pub fn run(args: &DiffArgs, out: &mut Output) -> i32 {
     let mut report = match result {
         Ok(r) => r,
         Err(DiffError::Load(e)) => return report_error(out, args.common.json, &e),
-        Err(DiffError::Cancelled) => return EXIT_ERROR,
+        Err(DiffError::Cancelled) => {
+            let doc = super::ErrorDoc {
+                kind: "Cancelled".into(),
+                message: "the diff was cancelled".into(),
+                path: None,
+            };
+            return super::output::fail(out, args.common.json, &doc);
+        }
     };
     if args.only_changed {
         report.tensors.retain(|t| !t.status.is_same());

@@ -181,17 +181,19 @@ where
     }
 }
 
-/// Runs a verb, writing its result on stdout; returns the exit code.
+/// Runs a verb, writing its result on stdout; returns the exit code (2
+/// when stdout could not be written, whatever the verb's answer).
 pub fn run_verb(verb: Verb) -> i32 {
     let mut out = Output::stdout();
-    match verb {
+    let code = match verb {
         Verb::Info(a) => info::run(&a, &mut out),
         Verb::Validate(a) => validate::run(&a, &mut out),
         Verb::Stats(a) => stats::run(&a, &mut out),
         Verb::Diff(a) => diff::run(&a, &mut out),
         Verb::Export(a) => export::run(&a, &mut out),
         Verb::Resave(a) => resave::run(&a, &mut out),
-    }
+    };
+    if out.failed() { EXIT_ERROR } else { code }
 }
 
 /// `--install-desktop`: registers this program for `.safetensors` files.
@@ -232,10 +234,14 @@ fn usage_error(e: &clap::Error, args: &[OsString]) -> i32 {
     }
     let wants_json = args.iter().skip(1).any(|a| a == "--json");
     if wants_json {
-        let message = e.kind().as_str().map_or_else(
-            || e.to_string().lines().next().unwrap_or_default().to_owned(),
-            str::to_owned,
-        );
+        // clap's own first line names the argument and the value; its kind
+        // alone ("invalid value for one of the arguments") does not.
+        let first = e.to_string();
+        let first = first.lines().next().unwrap_or_default();
+        let message = match first.strip_prefix("error: ") {
+            Some(line) if !line.is_empty() => line.to_owned(),
+            _ => e.kind().as_str().unwrap_or(first).to_owned(),
+        };
         let doc = ErrorDoc {
             kind: "Usage".into(),
             message,

@@ -15,6 +15,9 @@ use tensorscope::jobs::Progress;
 pub struct Output {
     sink: Box<dyn Write>,
     closed: bool,
+    /// A write failed for another reason than a closed pipe (a full disk):
+    /// the verb's result did not arrive, so it must exit 2.
+    failed: bool,
 }
 
 impl Output {
@@ -24,7 +27,14 @@ impl Output {
         Self {
             sink: Box::new(io::stdout().lock()),
             closed: false,
+            failed: false,
         }
+    }
+
+    /// True when the output could not be written (not a closed pipe, which
+    /// a reader such as `| head` closes on purpose).
+    pub fn failed(&self) -> bool {
+        self.failed
     }
 
     /// Writes text. A closed pipe (`| head`) stops output silently.
@@ -39,6 +49,7 @@ impl Output {
         {
             self.closed = true;
             if e.kind() != io::ErrorKind::BrokenPipe {
+                self.failed = true;
                 eprintln!("tensorscope: cannot write output: {e}");
             }
         }
@@ -51,7 +62,10 @@ impl Output {
                 s.push('\n');
                 self.text(&s);
             }
-            Err(e) => eprintln!("tensorscope: cannot encode JSON: {e}"),
+            Err(e) => {
+                self.failed = true;
+                eprintln!("tensorscope: cannot encode JSON: {e}");
+            }
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Integration tests: one binary, one module per area.
 
 mod cli;
+mod contract;
 mod desktop;
 mod diff;
 mod export;

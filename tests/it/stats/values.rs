@@ -1,0 +1,108 @@
+//! Statistics of realistic data: random normal values over several chunks
+//! and in every wide dtype, concentrated values, complex numbers, and
+//! quantiles estimated from the histogram within their bound.
+
+use tensorscope::Dtype;
+use tensorscope::dtype::decode::BitOrder;
+use tensorscope::stats::{QuantileMode, StatsOptions};
+
+use super::reference::{check, check_tensor, reference_of};
+use super::{Rng, f32_bytes, f64_bytes, full, stats_of};
+
+#[test]
+fn random_normal_f32_over_several_chunks() {
+    // 2.5 M values: more than one 8 MiB chunk, so chunks run in parallel
+    // and merge.
+    let mut rng = Rng(7);
+    let n = 2_500_000;
+    let data = f32_bytes((0..n).map(|_| (rng.normal() * 0.02 + 0.001) as f32));
+    check_tensor(Dtype::F32, &[n / 500, 500], data);
+}
+
+#[test]
+fn concentrated_f32_values_take_the_refining_path() {
+    // 4.6 M values, 15/16 of them in one 16-bit key bucket: more than pass
+    // 2 gathers (2^22), so the exact quantiles come from the refining passes.
+    let mut rng = Rng(13);
+    let n = 4_600_000;
+    let data = f32_bytes((0..n).map(|i| {
+        if i % 16 == 0 {
+            rng.normal() as f32
+        } else {
+            1.0 + (i % 7) as f32 * 1e-7
+        }
+    }));
+    check_tensor(Dtype::F32, &[n], data);
+}
+
+#[test]
+fn random_normal_f64_f16_bf16_and_integers() {
+    let mut rng = Rng(11);
+    let n = 100_000;
+    let normal: Vec<f64> = (0..n).map(|_| rng.normal() * 3.0 - 1.0).collect();
+    check_tensor(Dtype::F64, &[n], f64_bytes(normal.iter().copied()));
+    let halves: Vec<u8> = normal
+        .iter()
+        .flat_map(|&x| half::f16::from_f64(x).to_le_bytes())
+        .collect();
+    check_tensor(Dtype::F16, &[n], halves);
+    let bhalves: Vec<u8> = normal
+        .iter()
+        .flat_map(|&x| half::bf16::from_f64(x).to_le_bytes())
+        .collect();
+    check_tensor(Dtype::BF16, &[n], bhalves);
+    // Small 16-bit tensors take the sorting path.
+    let small: Vec<u8> = normal[..1000]
+        .iter()
+        .flat_map(|&x| half::bf16::from_f64(x).to_le_bytes())
+        .collect();
+    check_tensor(Dtype::BF16, &[1000], small);
+    let i32s: Vec<u8> = normal
+        .iter()
+        .flat_map(|&x| ((x * 1e6) as i32).to_le_bytes())
+        .collect();
+    check_tensor(Dtype::I32, &[n], i32s);
+    let u32s: Vec<u8> = (0..n)
+        .flat_map(|_| (rng.next_u64() as u32).to_le_bytes())
+        .collect();
+    check_tensor(Dtype::U32, &[n], u32s);
+    let i16s: Vec<u8> = (0..n)
+        .flat_map(|_| (rng.next_u64() as i16).to_le_bytes())
+        .collect();
+    check_tensor(Dtype::I16, &[n], i16s);
+}
+
+#[test]
+fn complex_parts_and_magnitudes() {
+    let mut rng = Rng(5);
+    let mut values: Vec<f32> = (0..20_000).map(|_| rng.normal() as f32).collect();
+    values[10] = f32::NAN;
+    values[13] = f32::INFINITY;
+    values[14] = f32::NAN; // with an infinite real part: |z| = +Inf
+    values[21] = 1e-40;
+    values[22] = 0.0;
+    values[23] = -0.0;
+    let s = check_tensor(Dtype::C64, &[10_000], f32_bytes(values));
+    assert_eq!(s.values.pos_inf, 1);
+    let json = serde_json::to_value(&s).expect("json");
+    assert!(json["real"]["quantiles"]["p50"].is_number());
+    assert!(json["imag"]["histogram"]["counts"].is_array());
+}
+
+#[test]
+fn quantiles_from_the_histogram_are_within_their_bound() {
+    let mut rng = Rng(9);
+    let data = f32_bytes((0..30_000).map(|_| rng.normal().exp() as f32));
+    let options = StatsOptions {
+        quantiles: QuantileMode::FromHistogram,
+        bins: 64,
+        ..full()
+    };
+    let s = stats_of(Dtype::F32, &[30_000], data.clone(), &options);
+    let r = reference_of(Dtype::F32, &data, BitOrder::LsbFirst);
+    check("F32 from histogram", &s.values, &r, 64, false);
+    assert!(s.values.quantile_error.is_some());
+    // Exact mode says nothing about an error.
+    let s = stats_of(Dtype::F32, &[30_000], data, &full());
+    assert!(s.values.quantile_error.is_none());
+}

@@ -1,0 +1,138 @@
+//! The tensor table: sorting, filtering and selecting, the tree view, and
+//! multi-selection with the keyboard and copied names.
+
+use egui::accesskit::Role;
+use egui_kittest::kittest::Queryable;
+use tensorscope::gui::State;
+
+use super::{App, harness, no_dialog, open, table_order};
+use crate::fixtures::{small_model, write};
+
+const SMALL_NAMES: [&str; 6] = [
+    "embed.weight",
+    "empty",
+    "layers.0.attn.q",
+    "layers.0.norm",
+    "packed",
+    "scale",
+];
+
+#[test]
+fn open_sort_filter_and_select() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = write(dir.path(), "m.safetensors", &small_model());
+    let mut h = harness(State::default(), no_dialog());
+    open(&mut h, &p);
+    let names = |h: &App| table_order(h, &SMALL_NAMES);
+    // File order puts the largest dtypes first (I64, then F64).
+    assert_eq!(names(&h)[..2], ["empty", "scale"]);
+    h.get_by_label("Name").click();
+    h.run_steps(2);
+    assert_eq!(
+        names(&h),
+        [
+            "embed.weight",
+            "empty",
+            "layers.0.attn.q",
+            "layers.0.norm",
+            "packed",
+            "scale"
+        ]
+    );
+    h.get_by_label("Name ⏶").click();
+    h.run_steps(2);
+    assert_eq!(names(&h)[0], "scale");
+    // Filter.
+    let filter = h.get_by_role(Role::TextInput);
+    filter.focus();
+    filter.type_text("layers");
+    h.run_steps(3);
+    assert_eq!(names(&h), ["layers.0.norm", "layers.0.attn.q"]);
+    h.get_by_label("2 shown");
+    // Select and see the tensor view.
+    assert!(
+        h.query_by_label("Select a tensor in the table to see its values and statistics.")
+            .is_some()
+    );
+    h.get_by_label("layers.0.norm").click();
+    h.run_steps(2);
+    assert!(
+        h.query_by_label("Select a tensor in the table to see its values and statistics.")
+            .is_none()
+    );
+    // The name and dtype now also appear in the tensor view.
+    assert!(h.get_all_by_label("layers.0.norm").count() >= 2);
+    assert!(h.get_all_by_label("F16").count() >= 2);
+}
+
+#[test]
+fn tree_view_groups_by_prefix() {
+    let mut h = harness(
+        State {
+            tree_view: true,
+            ..State::default()
+        },
+        no_dialog(),
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = write(dir.path(), "m.safetensors", &small_model());
+    open(&mut h, &p);
+    h.get_by_label_contains("⏵ layers").click();
+    h.run_steps(2);
+    h.get_by_label_contains("⏵ 0").click();
+    h.run_steps(2);
+    h.get_by_label_contains("⏵ attn").click();
+    h.run_steps(2);
+    h.get_by_label("q");
+}
+
+#[test]
+fn multi_select_keyboard_and_copy_names() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = write(dir.path(), "m.safetensors", &small_model());
+    let mut h = harness(State::default(), no_dialog());
+    open(&mut h, &p);
+    h.get_by_label("Name").click();
+    h.run_steps(2);
+    h.get_by_label("embed.weight").click();
+    h.run_steps(1);
+    h.get_by_label("layers.0.norm")
+        .click_modifiers(egui::Modifiers::COMMAND);
+    h.run_steps(2);
+    h.get_by_label("2 selected");
+    // Shift-click selects the range in the current order.
+    h.get_by_label("packed")
+        .click_modifiers(egui::Modifiers::SHIFT);
+    h.run_steps(2);
+    h.get_by_label("2 selected");
+    h.get_by_label("embed.weight").click();
+    h.run_steps(1);
+    h.get_by_label("layers.0.norm")
+        .click_modifiers(egui::Modifiers::SHIFT);
+    h.run_steps(2);
+    h.get_by_label("4 selected");
+    // Copy the selected names.
+    h.event(egui::Event::Copy);
+    h.step();
+    let copied = h
+        .output()
+        .platform_output
+        .commands
+        .iter()
+        .find_map(|c| match c {
+            egui::OutputCommand::CopyText(t) => Some(t.clone()),
+            _ => None,
+        });
+    assert!(copied.is_some_and(|t| t.lines().count() == 4 && t.contains("embed.weight")));
+    // A new notice is laid out invisibly first, then drawn.
+    h.run_steps(2);
+    h.get_by_label("copied 4 names");
+    // Arrow keys move the selection: from layers.0.norm down to packed.
+    h.key_press(egui::Key::ArrowDown);
+    h.run_steps(2);
+    h.get_by_label("1 selected");
+    assert!(
+        h.query_all_by_label("packed").count() >= 2,
+        "packed is in the tensor view"
+    );
+}

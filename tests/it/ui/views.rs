@@ -1,0 +1,123 @@
+//! The tensor view (statistics, histograms, values, heatmap, a whole-file
+//! scan) and the diff view of two files.
+
+use egui_kittest::kittest::Queryable;
+use tensorscope::gui::{Command, State};
+
+use super::{file_menu, harness, no_dialog, open, settle, shows_a_checkpoint, table_order};
+
+#[test]
+fn tensor_view_stats_histograms_values_heatmap_and_scan() {
+    let mut h = harness(State::default(), no_dialog());
+    h.run_steps(1);
+    h.get_by_label("Open demo checkpoint").click();
+    settle(&mut h);
+    // Select an FP8 tensor: statistics are computed by a job.
+    h.get_by_label("model.layers.0.mlp.up_proj.weight").click();
+    settle(&mut h);
+    // The count (128 × 64) shows in the table, the facts and the statistics.
+    h.get_by_label("count");
+    assert!(h.query_all_by_label("8192").count() >= 3);
+    h.get_by_label("mean");
+    h.get_by_label("p50");
+    // Each histogram draws.
+    h.get_by_label("log2 |x|").click();
+    h.run_steps(2);
+    h.get_by_label("Per code").click();
+    h.run_steps(2);
+    h.get_by_label("log counts").click();
+    h.run_steps(2);
+    // The value grid shows raw codes.
+    h.get_by_label("Values").click();
+    h.run_steps(2);
+    h.get_by_label("code");
+    assert!(h.query_all_by_label_contains("0x").count() > 10);
+    // The heatmap is computed by a job, then drawn.
+    h.get_by_label("Heatmap").click();
+    settle(&mut h);
+    h.get_by_label_contains("elements shown as");
+    // Scan the whole file: the table gains columns and the summary names
+    // the layer norm that holds a NaN and an Inf.
+    h.get_by_label("Scan whole file").click();
+    settle(&mut h);
+    h.get_by_label_contains("tensors with NaN/Inf");
+    h.get_by_label("NaN/Inf").click();
+    h.run_steps(2);
+    h.get_by_label("NaN/Inf ⏶").click();
+    h.run_steps(2);
+    h.get_by_label("NaN/Inf ⏷");
+    // The layer norm with the NaN and the Inf is now the first row.
+    let norms = [
+        "model.layers.0.input_layernorm.weight",
+        "model.layers.1.input_layernorm.weight",
+        "model.embed_tokens.weight",
+    ];
+    let order = table_order(&h, &norms);
+    assert_eq!(
+        order.first().map(String::as_str),
+        Some("model.layers.1.input_layernorm.weight"),
+        "{order:?}"
+    );
+}
+
+#[test]
+fn diff_view_compares_two_files() {
+    use tensorscope::dtype::Dtype;
+    use tensorscope::format::write::{TensorSource, write_file};
+    use tensorscope::jobs::{CancelToken, Progress};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let f32s = |v: &[f32]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
+    let base: Vec<f32> = (0..64).map(|i| (i as f32 * 0.1).sin()).collect();
+    let mut tuned = base.clone();
+    tuned[5] += 0.5;
+    let save = |name: &str, layer1: &[u8], extra: bool| {
+        let mut t = vec![TensorSource {
+            name: "model.layers.0.w".into(),
+            dtype: Dtype::F32,
+            shape: vec![8, 8],
+            data: layer1,
+        }];
+        let same = f32s(&base);
+        let same: &'static [u8] = Box::leak(same.into_boxed_slice());
+        t.push(TensorSource {
+            name: "model.layers.1.w".into(),
+            dtype: Dtype::F32,
+            shape: vec![8, 8],
+            data: same,
+        });
+        if extra {
+            t.push(TensorSource {
+                name: "lm_head".into(),
+                dtype: Dtype::F32,
+                shape: vec![1],
+                data: &same[..4],
+            });
+        }
+        let p = dir.path().join(name);
+        write_file(&p, &t, None, &CancelToken::new(), &Progress::new()).expect("write");
+        p
+    };
+    let a = save("a.safetensors", &f32s(&base), false);
+    let b = save("b.safetensors", &f32s(&tuned), true);
+    let mut h = harness(State::default(), no_dialog());
+    open(&mut h, &a);
+    h.state_mut().send(Command::Compare(b));
+    settle(&mut h);
+    h.get_by_label_contains("1 changed");
+    h.get_by_label_contains("1 only in B");
+    h.get_by_label("Changed only").click();
+    h.run_steps(2);
+    h.get_by_label("model.layers.0.w").click();
+    settle(&mut h);
+    h.get_by_label("Δ = A − B");
+    h.get_by_label_contains("|Δ| map");
+    // Reloading A keeps the comparison and diffs again.
+    file_menu(&mut h, "Reload");
+    settle(&mut h);
+    h.get_by_label("Comparing with");
+    h.get_by_label_contains("1 changed");
+    h.get_by_label("Close comparison").click();
+    h.run_steps(2);
+    assert!(h.query_by_label("Comparing with").is_none());
+    assert!(shows_a_checkpoint(&h));
+}

@@ -168,20 +168,26 @@ impl Drop for TempGuard {
     }
 }
 
-/// Removes temporary files of the same target left by a process that was
-/// killed mid-write (`.<name>.tmp-<pid>-<n>` whose process no longer runs).
-/// Only where `/proc` tells which processes run (Linux); elsewhere nothing.
-fn remove_stale_temps(folder: &Path, base: &str) {
+/// Removes the temporary files a process of ours left in `folder` when it
+/// was killed mid-write (`kill -9`, a crash, a power cut): hidden files
+/// named `.<name>.tmp-<pid>-<n>`, as [`PendingFile::create`] names them,
+/// whose process no longer runs. Only where `/proc` tells which processes
+/// run (Linux); elsewhere nothing is removed.
+fn remove_stale_temps(folder: &Path) {
     if !Path::new("/proc/self").exists() {
         return;
     }
-    let prefix = format!(".{base}.tmp-");
     let Ok(entries) = std::fs::read_dir(folder) else {
         return;
     };
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(&prefix)) else {
+        let Some(rest) = name
+            .to_str()
+            .filter(|n| n.starts_with('.'))
+            .and_then(|n| n.rsplit_once(".tmp-"))
+            .map(|(_, rest)| rest)
+        else {
             continue;
         };
         let Some((pid, n)) = rest.split_once('-') else {
@@ -208,7 +214,7 @@ impl PendingFile {
         let base = target
             .file_name()
             .map_or_else(|| "output".into(), |n| n.to_string_lossy().into_owned());
-        remove_stale_temps(&folder, &base);
+        remove_stale_temps(&folder);
         let tmp = folder.join(format!(
             ".{base}.tmp-{}-{}",
             std::process::id(),
@@ -403,14 +409,19 @@ mod tests {
         let stale = dir.join(".out.bin.tmp-4194305-0");
         let other = dir.join(".other.bin.tmp-4194305-0");
         let mine = dir.join(format!(".out.bin.tmp-{}-999999", std::process::id()));
-        for p in [&stale, &other, &mine] {
+        // Not named as ours: a visible file, and a hidden one of another shape.
+        let visible = dir.join("out.bin.tmp-4194305-0");
+        let foreign = dir.join(".out.bin.tmp-4194305-x");
+        for p in [&stale, &other, &mine, &visible, &foreign] {
             std::fs::write(p, b"x").expect("write");
         }
         atomic_write(&dir.join("out.bin"), |w| w.write_all(b"new")).expect("write");
         if Path::new("/proc/self").exists() {
-            assert!(!stale.exists());
+            // Every temporary file of a process that is gone, whatever its
+            // target; this process's own are left alone.
+            assert!(!stale.exists() && !other.exists());
         }
-        assert!(other.exists() && mine.exists());
+        assert!(mine.exists() && visible.exists() && foreign.exists());
     }
 
     #[test]

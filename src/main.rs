@@ -6,6 +6,7 @@ mod cli;
 use cli::Launch;
 
 fn main() {
+    ignore_file_size_signal();
     let code = match cli::parse(std::env::args_os()) {
         Launch::Verb(verb) => cli::run_verb(verb),
         Launch::Explorer(args) => explorer(args),
@@ -14,6 +15,25 @@ fn main() {
     };
     std::process::exit(code);
 }
+
+/// A write past the file-size limit (`ulimit -f`) then fails with EFBIG,
+/// so the writer reports it and removes its temporary file, instead of the
+/// process being killed by SIGXFSZ with the temporary file left behind.
+#[cfg(unix)]
+#[allow(
+    unsafe_code,
+    reason = "setting a signal's disposition has no safe interface in std"
+)]
+fn ignore_file_size_signal() {
+    // SAFETY: SIG_IGN installs no handler code, so nothing can run in
+    // signal context; this runs once, before any other thread is started.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
+}
+
+#[cfg(not(unix))]
+fn ignore_file_size_signal() {}
 
 #[cfg(feature = "gui")]
 fn explorer(args: cli::ExplorerArgs) -> i32 {

@@ -301,6 +301,23 @@ pub enum ExportError {
     /// Writing failed; the target was not changed.
     #[error(transparent)]
     Write(FileError),
+    /// A dimension NumPy cannot hold: its shapes are signed 64-bit
+    /// (`npy_intp`), so `numpy.load` refuses a dimension of 2^63 or more
+    /// ("Maximum allowed dimension exceeded"), even of a tensor with no
+    /// element.
+    #[error(
+        "tensor {name:?}: dimension {dimension} of shape {shape:?} is {size}, beyond NumPy's limit of 2^63 - 1 (numpy.load would refuse the file); export it as .bin"
+    )]
+    NumpyDimensionTooLarge {
+        /// The tensor.
+        name: String,
+        /// Its shape.
+        shape: Vec<u64>,
+        /// Which dimension (0-based).
+        dimension: usize,
+        /// Its size.
+        size: u64,
+    },
     /// Cancelled; the target was not changed.
     #[error("cancelled; no file was changed")]
     Cancelled,
@@ -317,6 +334,7 @@ impl ExportError {
             ExportError::Heatmap(_) => "Heatmap",
             ExportError::WouldOverwriteSource { .. } => "WouldOverwriteSource",
             ExportError::NoSuchTensor => "UnknownTensor",
+            ExportError::NumpyDimensionTooLarge { .. } => "NumpyDimensionTooLarge",
             ExportError::Load(e) => e.kind(),
             ExportError::Write(e) => e.kind(),
             ExportError::Cancelled => "Cancelled",
@@ -417,6 +435,20 @@ pub fn export_view(
         png: None,
         bytes_written: 0,
     };
+    if format == ExportFormat::Npy
+        && let Some((dimension, &size)) = view
+            .shape
+            .iter()
+            .enumerate()
+            .find(|&(_, &d)| i64::try_from(d).is_err())
+    {
+        return Err(ExportError::NumpyDimensionTooLarge {
+            name: view.name.to_owned(),
+            shape: view.shape.to_vec(),
+            dimension,
+            size,
+        });
+    }
     match format {
         ExportFormat::Npy => {
             let (descr, copied) = npy::descr(view.dtype, opts.encoding);

@@ -226,7 +226,9 @@ fn select(ck: &Checkpoint, opts: &ResaveOptions) -> Result<Vec<TensorRef>, Resav
                 && !drop.iter().any(|r| r.is_match(name))
         })
         .collect();
-    if selected.is_empty() {
+    // A checkpoint of metadata only is written as it is; a selection that
+    // leaves nothing of a checkpoint that has tensors is a mistake.
+    if selected.is_empty() && count > 0 {
         return Err(ResaveError::NothingSelected);
     }
     Ok(selected)

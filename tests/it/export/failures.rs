@@ -1,6 +1,7 @@
 //! Failed and refused exports: a short write or a cancel leaves the target
 //! and no temporary file, the source is never a target, and empty tensors
-//! with huge dimensions export without overflow.
+//! with huge dimensions export without overflow (as .npy only within
+//! NumPy's 2^63 - 1).
 
 use safetensors::Dtype as RefDtype;
 use tensorscope::export::{ExportError, ExportOptions, export_tensor};
@@ -113,4 +114,22 @@ fn empty_tensors_with_huge_dimensions_export_without_overflow() {
     )
     .expect_err("nothing to draw");
     assert_eq!(e.kind(), "Heatmap");
+
+    // A dimension of 2^63 or more is one NumPy cannot hold: .npy is refused
+    // (numpy.load would fail on the file), .bin still works.
+    let header = one_tensor("U8", &[0, 1 << 63], [0, 0]);
+    let src = write(dir.path(), "wide.safetensors", &with_header(&header, 0));
+    let ck = Checkpoint::open(&src).expect("valid");
+    let out = dir.path().join("wide.npy");
+    let e = export(&ck, "t", &out, &ExportOptions::default()).expect_err("beyond numpy");
+    assert_eq!(e.kind(), "NumpyDimensionTooLarge", "{e}");
+    assert!(e.to_string().contains("2^63 - 1"), "{e}");
+    assert!(!out.exists());
+    export(
+        &ck,
+        "t",
+        &dir.path().join("wide.bin"),
+        &ExportOptions::default(),
+    )
+    .expect("bin");
 }

@@ -132,3 +132,50 @@ fn the_resave_verb_reports_in_json() {
     assert_eq!(code, 2);
     assert_eq!(doc["error"]["kind"], "Usage");
 }
+
+/// A valid checkpoint of metadata only is written as it is, without filters.
+#[test]
+fn a_checkpoint_of_metadata_only_is_resaved() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = crate::fixtures::write(
+        dir.path(),
+        "meta.safetensors",
+        &crate::fixtures::with_header(r#"{"__metadata__":{"format":"pt","k":"v"}}      "#, 0),
+    );
+    let out = dir.path().join("out.safetensors");
+    let argv = [
+        std::ffi::OsStr::new("resave"),
+        src.as_os_str(),
+        std::ffi::OsStr::new("-o"),
+        out.as_os_str(),
+        std::ffi::OsStr::new("--json"),
+    ];
+    let (code, doc, stderr) = cli(&argv);
+    assert_eq!(code, 0, "{doc} {stderr}");
+    let bytes = std::fs::read(&out).expect("written");
+    let header = tensorscope::format::parse(&bytes).expect("valid");
+    assert!(header.tensors().is_empty());
+    assert_eq!(
+        header
+            .metadata()
+            .and_then(|m| m.get("k"))
+            .map(String::as_str),
+        Some("v")
+    );
+    // A filter that leaves nothing of a checkpoint with tensors stays an error.
+    let src = super::source(dir.path(), &[("format", "pt")]);
+    let argv = [
+        std::ffi::OsStr::new("resave"),
+        src.as_os_str(),
+        std::ffi::OsStr::new("-o"),
+        out.as_os_str(),
+        std::ffi::OsStr::new("--keep"),
+        std::ffi::OsStr::new("^nothing$"),
+        std::ffi::OsStr::new("--json"),
+    ];
+    let (code, doc, _) = cli(&argv);
+    assert_eq!(
+        (code, doc["error"]["kind"].as_str()),
+        (2, Some("NothingSelected"))
+    );
+}

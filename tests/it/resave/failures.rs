@@ -235,3 +235,44 @@ fn an_unwritable_folder_is_an_error_not_a_partial_file() {
     }
     std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o755)).expect("chmod back");
 }
+
+/// Under a file-size limit (`ulimit -f`) the write fails with EFBIG instead
+/// of the process dying by SIGXFSZ: a JSON error, exit 2, no file left.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_file_size_limit_ends_the_write_cleanly() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let n: u64 = 1 << 18;
+    let header = format!(
+        r#"{{"w":{{"dtype":"F32","shape":[{n}],"data_offsets":[0,{}]}}}}"#,
+        4 * n
+    );
+    let src = crate::fixtures::write(
+        dir.path(),
+        "big.safetensors",
+        &crate::fixtures::with_header(&header, usize::try_from(4 * n).expect("small")),
+    );
+    let target = tempfile::tempdir().expect("tempdir");
+    let out = target.path().join("out.safetensors");
+    // 100 blocks of 512 bytes: far less than the 1 MiB to write.
+    let script = format!(
+        "ulimit -f 100; exec \"$0\" resave '{}' -o '{}' --json",
+        src.display(),
+        out.display()
+    );
+    let run = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(&script)
+        .arg(env!("CARGO_BIN_EXE_tensorscope"))
+        .output()
+        .expect("run sh");
+    assert_eq!(run.status.code(), Some(2), "{run:?}");
+    let doc: serde_json::Value = serde_json::from_slice(&run.stdout).expect("one JSON document");
+    assert_eq!(doc["error"]["kind"], "Io", "{doc}");
+    let left: Vec<_> = std::fs::read_dir(target.path())
+        .expect("list")
+        .filter_map(Result::ok)
+        .map(|e| e.file_name())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}

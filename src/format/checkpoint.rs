@@ -300,10 +300,15 @@ impl Checkpoint {
                     path,
                     source,
                 },
-                LoadError::Format { path, error } => LoadError::ShardInvalid {
+                LoadError::Format {
+                    path,
+                    error,
+                    repeated,
+                } => LoadError::ShardInvalid {
                     shard: (*name).to_owned(),
                     path,
                     error,
+                    repeated,
                 },
                 other => other,
             })?;

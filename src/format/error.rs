@@ -295,16 +295,43 @@ fn incomplete_buffer(header_size: u64, data_end: u64, file_size: u64) -> String 
     }
 }
 
+/// A tensor entry as the header writes it, for messages about entries the
+/// reader ignored: `F32 [2, 3], bytes 0..24`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntryText {
+    /// The dtype.
+    pub dtype: Dtype,
+    /// The shape.
+    pub shape: Vec<u64>,
+    /// `data_offsets`, relative to the data buffer.
+    pub data_offsets: [u64; 2],
+}
+
+impl fmt::Display for EntryText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} {:?}, bytes {}..{}",
+            self.dtype, self.shape, self.data_offsets[0], self.data_offsets[1]
+        )
+    }
+}
+
 /// A quirk the reference accepts but the format's README forbids or
 /// discourages; reported, never fatal.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FormatWarning {
-    /// A tensor name appears more than once; the last entry wins.
+    /// A tensor name appears more than once; the last entry wins, as in
+    /// the reference's map, and the others are silently ignored.
     DuplicateTensor {
         /// The repeated name (after JSON unescaping).
         name: String,
         /// How many entries carried it.
         count: usize,
+        /// The first entry (ignored), as written.
+        first: EntryText,
+        /// The last entry (used), as written.
+        last: EntryText,
     },
     /// The header has whitespace before its opening `{`.
     LeadingWhitespace {
@@ -363,9 +390,14 @@ impl FormatWarning {
 impl fmt::Display for FormatWarning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            FormatWarning::DuplicateTensor { name, count } => write!(
+            FormatWarning::DuplicateTensor {
+                name,
+                count,
+                first,
+                last,
+            } => write!(
                 f,
-                "tensor name {name:?} appears {count} times; the last entry is used (the format forbids duplicates)"
+                "tensor name {name:?} appears {count} times; the last entry ({last}) is used and the first ({first}) ignored (the format forbids duplicates)"
             ),
             FormatWarning::LeadingWhitespace { bytes } => write!(
                 f,

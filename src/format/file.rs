@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use super::LoadError;
 use super::error::FormatError;
 use super::map::Mapping;
-use super::parse::{Header, TensorInfo, parse};
+use super::parse::{Header, TensorInfo, parse, parse_explained};
 
 /// A validated safetensors file, mapped read-only.
 #[derive(Debug)]
@@ -33,9 +33,10 @@ impl SafetensorsFile {
             )));
         }
         let map = Mapping::map(&file).map_err(io)?;
-        let header = parse(map.bytes()).map_err(|error| LoadError::Format {
+        let header = parse_explained(map.bytes()).map_err(|r| LoadError::Format {
             path: path.to_path_buf(),
-            error,
+            error: r.error,
+            repeated: r.repeated,
         })?;
         Ok(Self {
             path: path.to_path_buf(),

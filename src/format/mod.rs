@@ -22,7 +22,7 @@ pub use checkpoint::{Checkpoint, CheckpointKind, INDEX_FILE_NAME, Shard, TensorR
 pub use detect::detect_foreign;
 pub use error::{ForeignFormat, FormatError, FormatWarning, OverflowStage};
 pub use file::SafetensorsFile;
-pub use parse::{Header, MAX_HEADER_SIZE, N_LEN, TensorInfo, parse};
+pub use parse::{Header, MAX_HEADER_SIZE, N_LEN, Rejected, TensorInfo, parse, parse_explained};
 
 /// Why a checkpoint could not be opened. Displayed as its
 /// [`LoadError::message`], then `: ` and the path.
@@ -41,6 +41,9 @@ pub enum LoadError {
         path: PathBuf,
         /// Which of the reference's checks it failed, with the evidence.
         error: FormatError,
+        /// Tensor names the header repeats, which may explain the error
+        /// (the reference keeps the last entry of each).
+        repeated: Vec<FormatWarning>,
     },
     /// The shard index is not a valid `model.safetensors.index.json`.
     InvalidIndex {
@@ -66,6 +69,8 @@ pub enum LoadError {
         path: PathBuf,
         /// Which of the reference's checks it failed, with the evidence.
         error: FormatError,
+        /// Tensor names the shard's header repeats (see [`LoadError::Format`]).
+        repeated: Vec<FormatWarning>,
     },
     /// The index maps a tensor to a shard that does not hold it.
     IndexMismatch {
@@ -161,6 +166,29 @@ impl LoadError {
     /// The one wording of every variant; `inner` says whether a shard's
     /// format error names its reference kind.
     fn text(&self, inner: InnerKind) -> String {
+        let text = self.verdict(inner);
+        match self.repeated() {
+            [] => text,
+            repeated => {
+                let notes: Vec<String> = repeated.iter().map(ToString::to_string).collect();
+                format!("{text}; note: {}", notes.join("; "))
+            }
+        }
+    }
+
+    /// Tensor names the rejected header repeats: the reference keeps the
+    /// last entry of each, which can explain its verdict.
+    pub fn repeated(&self) -> &[FormatWarning] {
+        match self {
+            LoadError::Format { repeated, .. } | LoadError::ShardInvalid { repeated, .. } => {
+                repeated
+            }
+            _ => &[],
+        }
+    }
+
+    /// The wording of the verdict itself, without the notes.
+    fn verdict(&self, inner: InnerKind) -> String {
         match self {
             LoadError::Io { source, .. } => source.to_string(),
             LoadError::Format { error, .. } => error.to_string(),

@@ -134,10 +134,38 @@ impl Header {
 /// Only the first `8 + N` bytes are read; the data buffer is checked by
 /// length alone, so a mapped multi-gigabyte file is not paged in.
 pub fn parse(file: &[u8]) -> Result<Header, FormatError> {
+    parse_explained(file).map_err(|r| r.error)
+}
+
+/// Why a file was rejected: the reference's verdict, and the tensor names
+/// its header repeats. The reference keeps the last entry of a repeated
+/// name, so a file can fail over an entry that is not the one a reader of
+/// the header sees (a gap where the ignored entry was): the repeats explain
+/// such an error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejected {
+    /// The check that failed, as the reference names it.
+    pub error: FormatError,
+    /// [`FormatWarning::DuplicateTensor`] for each repeated name; empty
+    /// when the header's JSON could not be read or repeats nothing.
+    pub repeated: Vec<FormatWarning>,
+}
+
+impl From<FormatError> for Rejected {
+    fn from(error: FormatError) -> Self {
+        Self {
+            error,
+            repeated: Vec::new(),
+        }
+    }
+}
+
+/// [`parse`], keeping the repeated names of a rejected header.
+pub fn parse_explained(file: &[u8]) -> Result<Header, Rejected> {
     let file_size = file.len() as u64;
     // Check 1.
     let Some(len_bytes) = file.get(..8) else {
-        return Err(FormatError::HeaderTooSmall { file_size });
+        return Err(FormatError::HeaderTooSmall { file_size }.into());
     };
     let mut n_bytes = [0u8; 8];
     n_bytes.copy_from_slice(len_bytes);
@@ -149,7 +177,8 @@ pub fn parse(file: &[u8]) -> Result<Header, FormatError> {
         return Err(FormatError::HeaderTooLarge {
             header_size,
             detected: detected(),
-        });
+        }
+        .into());
     }
     // Check 4.
     let header_end = N_LEN + header_size;
@@ -161,7 +190,8 @@ pub fn parse(file: &[u8]) -> Result<Header, FormatError> {
             header_size,
             file_size,
             detected: detected(),
-        });
+        }
+        .into());
     };
     // The header is copied (it is at most 100 MB) so that another program
     // writing to the mapped file cannot change it between the UTF-8 check
@@ -174,24 +204,34 @@ pub fn parse(file: &[u8]) -> Result<Header, FormatError> {
             return Err(FormatError::InvalidHeader {
                 byte_offset: N_LEN + e.utf8_error().valid_up_to() as u64,
                 detected: detected(),
-            });
+            }
+            .into());
         }
     };
     // Check 6.
     let raw = parse_json(&text).map_err(|e| json_error(&text, &e, detected()))?;
+    let explained = |error: FormatError| Rejected {
+        error,
+        repeated: raw
+            .warnings
+            .iter()
+            .filter(|w| matches!(w, FormatWarning::DuplicateTensor { .. }))
+            .cloned()
+            .collect(),
+    };
     // Checks 7-11.
-    let (tensors, data_end) = validate(raw.entries)?;
+    let (tensors, data_end) = validate(raw.entries).map_err(explained)?;
     // Check 12.
     let complete = data_end
         .checked_add(N_LEN)
         .and_then(|v| v.checked_add(header_size))
         == Some(file_size);
     if !complete {
-        return Err(FormatError::MetadataIncompleteBuffer {
+        return Err(explained(FormatError::MetadataIncompleteBuffer {
             header_size,
             data_end,
             file_size,
-        });
+        }));
     }
     Ok(Header {
         length: header_size,

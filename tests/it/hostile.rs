@@ -155,3 +155,58 @@ fn files_that_are_not_files() {
     let e = Checkpoint::open(&empty).expect_err("empty file");
     assert_eq!(e.kind(), "HeaderTooSmall");
 }
+
+/// A repeated tensor name: the reference keeps the last entry, so a tensor
+/// can vanish from a valid file, or a file fail over a gap the reader of
+/// the header does not see. Both say which name, and both entries.
+#[test]
+fn repeated_tensor_names_are_told_with_both_entries() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Valid: the second "a" replaces the first.
+    let valid = r#"{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}}"#;
+    let bytes = with_header(valid, 4);
+    assert_same_verdict(&bytes);
+    let p = write(dir.path(), "valid.safetensors", &bytes);
+    let ck = Checkpoint::open(&p).expect("valid");
+    let w = ck
+        .warnings()
+        .iter()
+        .find(|w| w.kind == "DuplicateTensor")
+        .expect("a warning");
+    assert_eq!(w.tensor.as_deref(), Some("a"));
+    assert!(
+        w.message.contains("U8 [4], bytes 0..4") && w.message.contains("F32 [1], bytes 0..4"),
+        "{}",
+        w.message
+    );
+    // Invalid: keeping the last "a" leaves a gap where the first one was.
+    let gap = r#"{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]},"a":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}}"#;
+    let bytes = with_header(gap, 12);
+    assert_same_verdict(&bytes);
+    let p = write(dir.path(), "gap.safetensors", &bytes);
+    let e = Checkpoint::open(&p).expect_err("a gap");
+    assert_eq!(e.kind(), "InvalidOffset");
+    assert_eq!(e.repeated().len(), 1);
+    let message = e.message();
+    assert!(
+        message.contains("note:")
+            && message.contains("bytes 8..12")
+            && message.contains("bytes 0..4"),
+        "{message}"
+    );
+    // The CLI says so too.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tensorscope"))
+        .arg("validate")
+        .arg(&p)
+        .arg("--json")
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("appears 2 times")),
+        "{doc}"
+    );
+}

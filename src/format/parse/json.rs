@@ -12,7 +12,7 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use crate::dtype::Dtype;
-use crate::format::error::FormatWarning;
+use crate::format::error::{EntryText, FormatWarning};
 
 /// A tensor entry as written, before the offset checks.
 pub(super) struct RawEntry {
@@ -70,7 +70,8 @@ impl<'de> Visitor<'de> for TopVisitor<'_> {
         let mut metadata: Option<Option<BTreeMap<String, String>>> = None;
         let mut entries: Vec<RawEntry> = Vec::new();
         let mut by_name: HashMap<String, usize> = HashMap::new();
-        let mut duplicates: BTreeMap<String, usize> = BTreeMap::new();
+        // Per repeated name: how many entries, and the first one (ignored).
+        let mut duplicates: BTreeMap<String, (usize, EntryText)> = BTreeMap::new();
         while let Some(key) = map.next_key::<String>()? {
             if key == "__metadata__" {
                 if metadata.is_some() {
@@ -86,8 +87,18 @@ impl<'de> Visitor<'de> for TopVisitor<'_> {
                 warnings: self.warnings,
             })?;
             if let Some(&at) = by_name.get(&key) {
-                *duplicates.entry(key.clone()).or_insert(1) += 1;
                 if let Some(slot) = entries.get_mut(at) {
+                    let seen = duplicates.entry(key.clone()).or_insert_with(|| {
+                        (
+                            1,
+                            EntryText {
+                                dtype: slot.dtype,
+                                shape: slot.shape.clone(),
+                                data_offsets: slot.data_offsets,
+                            },
+                        )
+                    });
+                    seen.0 += 1;
                     slot.dtype = entry.0;
                     slot.shape = entry.1;
                     slot.data_offsets = entry.2;
@@ -102,9 +113,20 @@ impl<'de> Visitor<'de> for TopVisitor<'_> {
                 });
             }
         }
-        for (name, count) in duplicates {
-            self.warnings
-                .push(FormatWarning::DuplicateTensor { name, count });
+        for (name, (count, first)) in duplicates {
+            if let Some(slot) = by_name.get(&name).and_then(|&at| entries.get(at)) {
+                let last = EntryText {
+                    dtype: slot.dtype,
+                    shape: slot.shape.clone(),
+                    data_offsets: slot.data_offsets,
+                };
+                self.warnings.push(FormatWarning::DuplicateTensor {
+                    name,
+                    count,
+                    first,
+                    last,
+                });
+            }
         }
         Ok((metadata.flatten(), entries))
     }

@@ -391,16 +391,19 @@ pub fn export_tensor(
             source_file: source.to_path_buf(),
         });
     }
-    if let Some(shard) = ck.shards().get(t.shard()) {
-        shard.file().check_unchanged().map_err(ExportError::Load)?;
-    }
+    let source = || {
+        ck.shards()
+            .get(t.shard())
+            .map_or(Ok(()), |shard| shard.file().check_unchanged())
+    };
+    source().map_err(ExportError::Load)?;
     let view = TensorView {
         name: info.name(),
         dtype: info.dtype(),
         shape: info.shape(),
         bytes: ck.bytes(t),
     };
-    export_view(view, out, opts, cancel, progress)
+    export_checked(view, out, opts, &source, cancel, progress)
 }
 
 /// Exports any tensor given as bytes (no source-file checks: see
@@ -409,6 +412,19 @@ pub fn export_view(
     view: TensorView<'_>,
     out: &Path,
     opts: &ExportOptions,
+    cancel: &CancelToken,
+    progress: &Progress,
+) -> Result<ExportReport, ExportError> {
+    export_checked(view, out, opts, &|| Ok(()), cancel, progress)
+}
+
+/// [`export_view`], with `source` saying whether the bytes' file is still
+/// as it was when mapped (checked before the result is renamed into place).
+fn export_checked(
+    view: TensorView<'_>,
+    out: &Path,
+    opts: &ExportOptions,
+    source: &dyn Fn() -> Result<(), LoadError>,
     cancel: &CancelToken,
     progress: &Progress,
 ) -> Result<ExportReport, ExportError> {
@@ -456,7 +472,7 @@ pub fn export_view(
             report.npy_descr = Some(descr);
             report.npy_version = Some(version);
             progress.set_total(view.bytes.len() as u64);
-            report.bytes_written = write_streamed(out, opts, |w| {
+            report.bytes_written = write_streamed(out, opts, source, |w| {
                 w.write_all(&header)?;
                 if copied {
                     copy_chunked(w, view.bytes, cancel, progress)
@@ -473,19 +489,20 @@ pub fn export_view(
                 });
             }
             progress.set_total(elements);
-            report.bytes_written = write_streamed(out, opts, |w| {
+            report.bytes_written = write_streamed(out, opts, source, |w| {
                 csv::write_csv(w, view, opts, elements, cancel, progress)
             })?;
         }
         ExportFormat::Bin => {
             progress.set_total(view.bytes.len() as u64);
-            report.bytes_written =
-                write_streamed(out, opts, |w| copy_chunked(w, view.bytes, cancel, progress))?;
+            report.bytes_written = write_streamed(out, opts, source, |w| {
+                copy_chunked(w, view.bytes, cancel, progress)
+            })?;
         }
         ExportFormat::Png => {
             let (png, info) = heatmap_png::png_bytes(view, opts, cancel, progress)?;
             report.png = Some(info);
-            report.bytes_written = write_streamed(out, opts, |w| w.write_all(&png))?;
+            report.bytes_written = write_streamed(out, opts, source, |w| w.write_all(&png))?;
         }
     }
     Ok(report)
@@ -526,23 +543,38 @@ impl<W: Write> Write for Counting<W> {
 }
 
 /// Writes `out` atomically through `body`; returns the bytes written.
+/// `source` says whether the mapped source is still as it was: checked once
+/// the bytes are written and before the file is renamed into place, so a
+/// file read while it changed under us is never left as a result (and a
+/// copy that the kernel refused, for a page the source lost, is told as
+/// that change rather than as a bad address).
 fn write_streamed(
     out: &Path,
     opts: &ExportOptions,
+    source: &dyn Fn() -> Result<(), LoadError>,
     body: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> Result<u64, ExportError> {
     let mut written = 0;
-    atomic_write(out, |file| {
+    let mut changed: Option<LoadError> = None;
+    let result = atomic_write(out, |file| {
         let mut w = Counting {
             inner: ShortWriter::new(file, opts.fail_after_bytes),
             written: 0,
         };
-        body(&mut w)?;
-        w.flush()?;
+        let r = body(&mut w).and_then(|()| w.flush());
+        if let Err(e) = source() {
+            changed = Some(e);
+            return Err(io::Error::other("the source changed while being read"));
+        }
+        r?;
         written = w.written;
         Ok(())
-    })?;
-    Ok(written)
+    });
+    match (result, changed) {
+        (_, Some(e)) => Err(ExportError::Load(e)),
+        (Err(e), None) => Err(e.into()),
+        (Ok(()), None) => Ok(written),
+    }
 }
 
 #[cfg(test)]

@@ -236,6 +236,28 @@ impl Checkpoint {
         }
     }
 
+    /// Checks that the files holding `tensors` are as they were when
+    /// mapped (see `SafetensorsFile::check_unchanged`): before a reader
+    /// starts, and again before it reports what it read.
+    pub fn check_unchanged(&self, tensors: &[TensorRef]) -> Result<(), LoadError> {
+        let mut shards: Vec<usize> = tensors.iter().map(|t| t.shard).collect();
+        shards.sort_unstable();
+        shards.dedup();
+        for s in shards {
+            if let Some(shard) = self.shards.get(s) {
+                shard.file.check_unchanged()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Checkpoint::check_unchanged`] for every file of the checkpoint.
+    pub fn check_all_unchanged(&self) -> Result<(), LoadError> {
+        self.shards
+            .iter()
+            .try_for_each(|s| s.file.check_unchanged())
+    }
+
     /// Finds a tensor by name, in O(1).
     pub fn find(&self, name: &str) -> Option<TensorRef> {
         self.position(name)

@@ -79,14 +79,23 @@ impl SafetensorsFile {
         range.and_then(|r| self.map.get(r)).unwrap_or(&[])
     }
 
-    /// Checks that the file still has the length it had when it was mapped:
-    /// reading a mapping of a truncated file would raise SIGBUS.
+    /// True once a read of the mapping found the file cut short (the bytes
+    /// read may be zeros it does not hold). One atomic load, no file-system
+    /// call: for code that reads the map often, such as a drawn value grid.
+    pub fn changed_while_read(&self) -> bool {
+        self.map.changed()
+    }
+
+    /// Checks that the file still has the length it had when it was mapped,
+    /// and that no read found it cut short since (see `format::map`).
+    /// Every reader calls this before it reads and again before it reports:
+    /// a result computed over a file that changed is an error, never shown.
     pub fn check_unchanged(&self) -> Result<(), LoadError> {
         let now = std::fs::metadata(&self.path).map_err(|source| LoadError::Io {
             path: self.path.clone(),
             source: source.into(),
         })?;
-        if now.len() == self.file_size() {
+        if now.len() == self.file_size() && !self.map.changed() {
             Ok(())
         } else {
             Err(LoadError::Changed {

@@ -215,7 +215,9 @@ impl LoadError {
                     .unwrap_or_default()
             ),
             LoadError::Changed { was, now, .. } => {
-                format!("the file changed since it was opened ({was} bytes, now {now}); reopen it")
+                format!(
+                    "the file changed while being read: it is now {now} bytes, {was} were expected; reopen it"
+                )
             }
         }
     }

@@ -122,23 +122,24 @@ pub fn heatmap(
     cancel: &CancelToken,
     progress: &Progress,
 ) -> Result<Heatmap, HeatmapError> {
-    if let Some(shard) = ck.shards().get(tensor.shard()) {
-        shard
-            .file()
-            .check_unchanged()
-            .map_err(|e| HeatmapError::Unreadable(e.message()))?;
-    }
+    let unchanged = || {
+        ck.check_unchanged(&[tensor])
+            .map_err(|e| HeatmapError::Unreadable(e.message()))
+    };
+    unchanged()?;
     let info = ck
         .info(tensor)
         .ok_or_else(|| HeatmapError::Unreadable("the tensor is not in the file".into()))?;
-    heatmap::compute(
+    let map = heatmap::compute(
         info.dtype(),
         info.shape(),
         ck.bytes(tensor),
         request,
         cancel,
         progress,
-    )
+    )?;
+    unchanged()?;
+    Ok(map)
 }
 
 /// The diff of two checkpoints, on the job pool.
@@ -169,6 +170,9 @@ pub fn pair_detail(
         .map_err(|e| e.to_string())?;
     let map =
         diff::abs_delta_map(a, b, pair, 256, &opts, cancel, progress).map_err(|e| e.to_string())?;
+    // The Δ figures read both files again: neither may have changed since.
+    a.check_unchanged(&[pair.a]).map_err(|e| e.to_string())?;
+    b.check_unchanged(&[pair.b]).map_err(|e| e.to_string())?;
     Ok(PairDetail {
         a: sa,
         b: sb,

@@ -22,14 +22,26 @@ pub fn execute(
     cancel: &CancelToken,
     progress: &Progress,
 ) -> Result<ResaveReport, ResaveError> {
+    // A source cut short mid-write fails a copy in the kernel ("bad
+    // address"): the change is what happened, so it is what is told.
+    execute_once(ck, plan, cancel, progress).map_err(|e| match ck.check_all_unchanged() {
+        Err(changed) if !matches!(e, ResaveError::Load(_)) => ResaveError::Load(changed),
+        _ => e,
+    })
+}
+
+fn execute_once(
+    ck: &Checkpoint,
+    plan: &ResavePlan,
+    cancel: &CancelToken,
+    progress: &Progress,
+) -> Result<ResaveReport, ResaveError> {
     if cancel.is_cancelled() {
         return Err(ResaveError::Cancelled);
     }
     check_consistent(ck, plan)?;
     check_not_source(ck, plan)?;
-    for shard in ck.shards() {
-        shard.file().check_unchanged().map_err(ResaveError::Load)?;
-    }
+    ck.check_all_unchanged().map_err(ResaveError::Load)?;
     let headers = plan
         .files
         .iter()
@@ -139,6 +151,9 @@ fn write_all_files(
     if cancel.is_cancelled() {
         return Err(ResaveError::Cancelled);
     }
+    // Files written from a source that changed while being read are
+    // dropped (their temporary files removed), never renamed into place.
+    ck.check_all_unchanged().map_err(ResaveError::Load)?;
     commit_all(finished).map_err(ResaveError::Commit)?;
     let mut conversion_totals = ConversionCounts::default();
     for c in &conversions {

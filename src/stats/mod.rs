@@ -253,14 +253,7 @@ pub fn scan(
     cancel: &CancelToken,
     progress: &Progress,
 ) -> Result<ScanReport, StatsError> {
-    let mut shards: Vec<usize> = selection.iter().map(|t| t.shard()).collect();
-    shards.sort_unstable();
-    shards.dedup();
-    for s in shards {
-        if let Some(shard) = ck.shards().get(s) {
-            shard.file().check_unchanged()?;
-        }
-    }
+    ck.check_unchanged(selection)?;
     let total = selection
         .iter()
         .filter_map(|t| ck.info(*t))
@@ -292,6 +285,8 @@ pub fn scan(
             )
         })
         .collect::<Result<_, Cancelled>>()?;
+    // Figures over a file that changed while being read are not figures.
+    ck.check_unchanged(selection)?;
     let mut slots: Vec<Option<TensorStats>> = vec![None; selection.len()];
     for (i, s) in results {
         if let Some(slot) = slots.get_mut(i) {

@@ -1,5 +1,6 @@
 //! Integration tests: one binary, one module per area.
 
+mod changed;
 mod cli;
 mod contract;
 mod desktop;

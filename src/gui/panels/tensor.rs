@@ -45,7 +45,22 @@ pub fn tensor_view_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &
     ui.add_space(4.0);
     match view.section {
         Section::Stats => stats::stats_ui(ui, &tab.tensor, view, index, info.dtype(), out),
-        Section::Values => values_ui(ui, view, info, ck.bytes(tref)),
+        Section::Values => {
+            // The grid reads the map as it draws: a file cut short reads as
+            // zeros there, which must not pass for its values.
+            if ck
+                .shards()
+                .get(tref.shard())
+                .is_some_and(|s| s.file().changed_while_read())
+            {
+                ui.colored_label(
+                    ui.visuals().error_fg_color,
+                    "The file changed while being read: these values are not its values. Reopen it with File > Reload.",
+                );
+            } else {
+                values_ui(ui, view, info, ck.bytes(tref));
+            }
+        }
         Section::Heatmap => heatmap::heatmap_ui(ui, &tab.tensor, view, index, info, out),
     }
 }

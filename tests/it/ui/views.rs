@@ -121,3 +121,49 @@ fn diff_view_compares_two_files() {
     assert!(h.query_by_label("Comparing with").is_none());
     assert!(shows_a_checkpoint(&h));
 }
+
+/// A file cut short after it was opened: the window stays alive, and the
+/// statistics, the value grid and the scan each show the change where their
+/// result would be, never zeros passing for values.
+#[test]
+fn a_file_cut_short_shows_the_change_where_results_would_be() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let n: u64 = 1 << 16;
+    let header = format!(
+        r#"{{"a":{{"dtype":"F32","shape":[{n}],"data_offsets":[0,{}]}},"b":{{"dtype":"F32","shape":[{n}],"data_offsets":[{},{}]}}}}"#,
+        4 * n,
+        4 * n,
+        8 * n
+    );
+    let bytes = crate::fixtures::with_header(&header, usize::try_from(8 * n).expect("small"));
+    let start = bytes.len() as u64 - 8 * n;
+    let p = crate::fixtures::write(dir.path(), "cut.safetensors", &bytes);
+    let mut h = harness(State::default(), no_dialog());
+    open(&mut h, &p);
+    assert!(shows_a_checkpoint(&h));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&p)
+        .expect("open")
+        .set_len(start + 4096)
+        .expect("truncate");
+    // Statistics of a tensor past the new end.
+    h.get_by_label("b").click();
+    settle(&mut h);
+    h.get_by_label_contains("changed while being read");
+    // The value grid reads the map as it draws: the first read finds the
+    // file short, and the grid then says so instead of showing zeros.
+    h.get_by_label("Values").click();
+    h.run_steps(3);
+    h.get_by_label_contains("these values are not its values");
+    // The whole-file scan.
+    h.get_by_label("Statistics").click();
+    h.run_steps(2);
+    h.get_by_label("Scan whole file").click();
+    settle(&mut h);
+    assert!(
+        h.query_all_by_label_contains("changed while being read")
+            .count()
+            >= 1
+    );
+}

@@ -31,6 +31,16 @@ impl Output {
         }
     }
 
+    /// Any writer (tests capture what a verb writes this way).
+    #[cfg(test)]
+    pub fn to_writer(sink: Box<dyn Write>) -> Self {
+        Self {
+            sink,
+            closed: false,
+            failed: false,
+        }
+    }
+
     /// True when the output could not be written (not a closed pipe, which
     /// a reader such as `| head` closes on purpose).
     pub fn failed(&self) -> bool {

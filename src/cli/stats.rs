@@ -19,8 +19,8 @@ use super::{Common, EXIT_ERROR, EXIT_OK};
 use tensorscope::format::{Checkpoint, TensorRef};
 use tensorscope::jobs::{CancelToken, Progress};
 use tensorscope::stats::{
-    DEFAULT_BINS, Histogram, MAX_BINS, QUANTILES, Scalar, ScanReport, StatsError, StatsOptions,
-    Summary, TensorStats, ValueStats, scan,
+    DEFAULT_BINS, Histogram, MAX_BINS, QUANTILES, Scalar, StatsError, StatsOptions, Summary,
+    TensorStats, ValueStats, scan_each,
 };
 
 /// `tensorscope stats FILE`.
@@ -46,8 +46,14 @@ pub struct StatsArgs {
     pub common: Common,
 }
 
-/// The `stats --json` document (fields as DESIGN.md fixes them).
+/// The `stats --json` document (fields as DESIGN.md fixes them). It is
+/// written piece by piece by [`Streamed`]; its tests check that the pieces
+/// make exactly this document.
 #[derive(Debug, Serialize)]
+#[cfg_attr(
+    not(test),
+    expect(dead_code, reason = "the shape `Streamed` writes; built in tests")
+)]
 pub struct StatsDoc<'a> {
     /// What was opened, as given.
     pub path: String,
@@ -85,40 +91,145 @@ pub fn run(args: &StatsArgs, out: &mut Output) -> i32 {
     let started = Instant::now();
     let progress = Progress::new();
     let cancel = CancelToken::new();
+    // The document is written tensor by tensor as the scan goes, so its
+    // size does not bound what fits in memory.
+    let mut doc = Streamed::new(json, path_string(ck.path()), args.bins);
     let result = with_progress_bar(&progress, started, || {
-        scan(&ck, &selection, &options, &cancel, &progress)
+        scan_each(&ck, &selection, &options, &cancel, &progress, &mut |t| {
+            doc.tensor(out, &t);
+        })
     });
-    let report = match result {
-        Ok(r) => r,
+    let summary = match result {
+        Ok(s) => s,
+        Err(StatsError::Load(e)) if doc.started() => {
+            return doc.fail(out, &ErrorDoc::from_load(&e));
+        }
         Err(StatsError::Load(e)) => return report_error(out, json, &e),
         Err(e @ (StatsError::Cancelled | StatsError::NoSuchTensor { .. })) => {
             let (kind, message) = match e {
                 StatsError::Cancelled => ("Cancelled", "the scan was cancelled".to_owned()),
                 other => ("NoSuchTensor", other.to_string()),
             };
-            let doc = ErrorDoc {
+            let error = ErrorDoc {
                 kind: kind.into(),
                 message,
                 path: Some(path_string(ck.path())),
             };
-            if json {
-                out.json(&doc.wrapped());
+            if doc.started() {
+                return doc.fail(out, &error);
             }
-            eprintln!("tensorscope: {}", doc.message);
+            if json {
+                out.json(&error.wrapped());
+            }
+            eprintln!("tensorscope: {}", error.message);
             return EXIT_ERROR;
         }
     };
-    if json {
-        out.json(&StatsDoc {
-            path: path_string(ck.path()),
-            bins: args.bins,
-            tensors: &report.tensors,
-            summary: &report.summary,
-        });
-    } else {
-        out.text(&to_text(&report, started.elapsed()));
-    }
+    doc.finish(out, &summary, started.elapsed());
     EXIT_OK
+}
+
+/// The output of `stats`, written as the tensors arrive: the same bytes as
+/// the whole [`StatsDoc`] pretty-printed (or the text report), one tensor
+/// at a time. An error after the first tensor closes the document with an
+/// `error` member in place of the summary, so stdout still holds one JSON
+/// document.
+struct Streamed {
+    json: bool,
+    path: String,
+    bins: u64,
+    /// Tensors written so far.
+    written: usize,
+}
+
+impl Streamed {
+    fn new(json: bool, path: String, bins: u64) -> Self {
+        Self {
+            json,
+            path,
+            bins,
+            written: 0,
+        }
+    }
+
+    /// True once the document's opening is on stdout.
+    fn started(&self) -> bool {
+        self.written > 0
+    }
+
+    /// The document's opening, up to the tensors array.
+    fn head(&self) -> String {
+        let path = serde_json::to_string(&self.path).unwrap_or_else(|_| "\"\"".into());
+        format!(
+            "{{\n  \"path\": {path},\n  \"bins\": {},\n  \"tensors\": [",
+            self.bins
+        )
+    }
+
+    fn tensor(&mut self, out: &mut Output, t: &TensorStats) {
+        if !self.json {
+            out.text(&tensor_text(t));
+            self.written += 1;
+            return;
+        }
+        let mut s = if self.written == 0 {
+            self.head()
+        } else {
+            String::from(",")
+        };
+        s.push('\n');
+        s.push_str(&indented(
+            &serde_json::to_string_pretty(t).unwrap_or_default(),
+            "    ",
+        ));
+        out.text(&s);
+        self.written += 1;
+    }
+
+    /// The rest of the document after the tensors: `key` and its value.
+    fn close(&self, key: &str, value: &str) -> String {
+        let mut s = if self.written == 0 {
+            format!("{}]", self.head())
+        } else {
+            String::from("\n  ]")
+        };
+        let _ = write!(s, ",\n  \"{key}\": ");
+        s.push_str(indented(value, "  ").trim_start());
+        s.push_str("\n}\n");
+        s
+    }
+
+    fn finish(self, out: &mut Output, summary: &Summary, elapsed: Duration) {
+        if self.json {
+            let value = serde_json::to_string_pretty(summary).unwrap_or_default();
+            out.text(&self.close("summary", &value));
+        } else {
+            out.text(&summary_text(summary, elapsed));
+        }
+    }
+
+    /// Ends a document already under way with `error` (exit code 2).
+    fn fail(self, out: &mut Output, error: &ErrorDoc) -> i32 {
+        if self.json {
+            let value = serde_json::to_string_pretty(error).unwrap_or_default();
+            out.text(&self.close("error", &value));
+        }
+        eprintln!("tensorscope: {}", error.message);
+        EXIT_ERROR
+    }
+}
+
+/// Every line of `text` with `prefix` in front (nested pretty JSON).
+fn indented(text: &str, prefix: &str) -> String {
+    let mut s = String::with_capacity(text.len() + text.len() / 8);
+    for (i, line) in text.lines().enumerate() {
+        if i > 0 {
+            s.push('\n');
+        }
+        s.push_str(prefix);
+        s.push_str(line);
+    }
+    s
 }
 
 /// The tensors to scan, in file order: all of them, or those named by
@@ -255,33 +366,37 @@ fn values_text(s: &mut String, v: &ValueStats, indent: &str) {
     }
 }
 
-fn to_text(report: &ScanReport, elapsed: Duration) -> String {
+/// One tensor's lines of the text report.
+fn tensor_text(t: &TensorStats) -> String {
     let mut s = String::new();
-    for t in &report.tensors {
-        let shape: Vec<String> = t.shape.iter().map(u64::to_string).collect();
-        let _ = writeln!(
-            s,
-            "{}  {}  [{}]{}",
-            display_name(&t.name),
-            t.dtype,
-            shape.join(", "),
-            t.shard
-                .as_ref()
-                .map(|sh| format!("  {}", display_name(sh)))
-                .unwrap_or_default()
-        );
-        if let (Some(re), Some(im)) = (&t.real, &t.imag) {
-            let _ = writeln!(s, "  |z|:");
-            values_text(&mut s, &t.values, "    ");
-            let _ = writeln!(s, "  real:");
-            values_text(&mut s, re, "    ");
-            let _ = writeln!(s, "  imag:");
-            values_text(&mut s, im, "    ");
-        } else {
-            values_text(&mut s, &t.values, "  ");
-        }
+    let shape: Vec<String> = t.shape.iter().map(u64::to_string).collect();
+    let _ = writeln!(
+        s,
+        "{}  {}  [{}]{}",
+        display_name(&t.name),
+        t.dtype,
+        shape.join(", "),
+        t.shard
+            .as_ref()
+            .map(|sh| format!("  {}", display_name(sh)))
+            .unwrap_or_default()
+    );
+    if let (Some(re), Some(im)) = (&t.real, &t.imag) {
+        let _ = writeln!(s, "  |z|:");
+        values_text(&mut s, &t.values, "    ");
+        let _ = writeln!(s, "  real:");
+        values_text(&mut s, re, "    ");
+        let _ = writeln!(s, "  imag:");
+        values_text(&mut s, im, "    ");
+    } else {
+        values_text(&mut s, &t.values, "  ");
     }
-    let m = &report.summary;
+    s
+}
+
+/// The summary lines that end the text report.
+fn summary_text(m: &Summary, elapsed: Duration) -> String {
+    let mut s = String::new();
     let _ = writeln!(
         s,
         "\n{} tensors, {} elements, {} bytes in {:.2} s",
@@ -340,6 +455,106 @@ mod tests {
         assert_eq!(num(123_456.7), "123457");
         assert_eq!(num(1e-7), "1.00000e-7");
         assert_eq!(num(3.4e38), "3.40000e38");
+    }
+
+    /// A writer the test keeps a handle on.
+    #[derive(Clone, Default)]
+    struct Shared(std::rc::Rc<std::cell::RefCell<Vec<u8>>>);
+
+    impl std::io::Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.borrow_mut().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn streamed(tensors: &[TensorStats], summary: &Summary, json: bool) -> String {
+        let sink = Shared::default();
+        let mut out = Output::to_writer(Box::new(sink.clone()));
+        let mut doc = Streamed::new(json, "dir/m \"q\".safetensors".into(), 64);
+        for t in tensors {
+            doc.tensor(&mut out, t);
+        }
+        doc.finish(&mut out, summary, Duration::from_millis(1));
+        let bytes = sink.0.borrow().clone();
+        String::from_utf8(bytes).expect("UTF-8")
+    }
+
+    /// The streamed document is byte for byte the one document
+    /// pretty-printed whole, with none, one and several tensors.
+    #[test]
+    fn the_streamed_document_is_the_whole_document() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let data: Vec<u8> = (0..64u8).collect();
+        let sources: Vec<tensorscope::format::write::TensorSource<'_>> = ["a", "b", "c"]
+            .iter()
+            .map(|name| tensorscope::format::write::TensorSource {
+                name: (*name).into(),
+                dtype: tensorscope::Dtype::F16,
+                shape: vec![4, 8],
+                data: &data,
+            })
+            .collect();
+        let path = dir.path().join("m.safetensors");
+        tensorscope::format::write::write_file(
+            &path,
+            &sources,
+            None,
+            &CancelToken::new(),
+            &Progress::new(),
+        )
+        .expect("write");
+        let ck = Checkpoint::open(&path).expect("open");
+        let report = tensorscope::stats::scan(
+            &ck,
+            ck.tensors(),
+            &StatsOptions::default(),
+            &CancelToken::new(),
+            &Progress::new(),
+        )
+        .expect("scan");
+        for n in [0, 1, 3] {
+            let tensors = &report.tensors[..n];
+            let whole = serde_json::to_string_pretty(&StatsDoc {
+                path: "dir/m \"q\".safetensors".into(),
+                bins: 64,
+                tensors,
+                summary: &report.summary,
+            })
+            .expect("JSON")
+                + "\n";
+            assert_eq!(
+                streamed(tensors, &report.summary, true),
+                whole,
+                "{n} tensors"
+            );
+        }
+        let text = streamed(&report.tensors, &report.summary, false);
+        assert!(
+            text.starts_with("a  F16  [4, 8]") && text.contains("3 tensors"),
+            "{text}"
+        );
+        // An error after some tensors still ends one JSON document.
+        let sink = Shared::default();
+        let mut out = Output::to_writer(Box::new(sink.clone()));
+        let mut doc = Streamed::new(true, "m".into(), 64);
+        for t in &report.tensors[..2] {
+            doc.tensor(&mut out, t);
+        }
+        let error = ErrorDoc {
+            kind: "Changed".into(),
+            message: "the file changed while being read".into(),
+            path: Some("m".into()),
+        };
+        assert_eq!(doc.fail(&mut out, &error), EXIT_ERROR);
+        let bytes = sink.0.borrow().clone();
+        let v: serde_json::Value = serde_json::from_slice(&bytes).expect("one document");
+        assert_eq!(v["tensors"].as_array().map(Vec::len), Some(2));
+        assert_eq!(v["error"]["kind"], "Changed");
+        assert!(v.get("summary").is_none());
     }
 
     #[test]

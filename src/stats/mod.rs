@@ -243,9 +243,9 @@ pub fn tensor_stats(
 }
 
 /// Statistics of the tensors `selection` of a checkpoint (all of them:
-/// `&ck.tensors`), computed in parallel, with a summary. Sets `progress`'s
+/// `ck.tensors()`), computed in parallel, with a summary. Sets `progress`'s
 /// total to the bytes it will read and adds to it as it goes; checks that
-/// no file changed since it was mapped before reading.
+/// no file changed since it was mapped, before reading and after.
 pub fn scan(
     ck: &Checkpoint,
     selection: &[TensorRef],
@@ -253,70 +253,145 @@ pub fn scan(
     cancel: &CancelToken,
     progress: &Progress,
 ) -> Result<ScanReport, StatsError> {
+    let mut tensors = Vec::with_capacity(selection.len());
+    let summary = scan_each(ck, selection, options, cancel, progress, &mut |t| {
+        tensors.push(t);
+    })?;
+    Ok(ScanReport { tensors, summary })
+}
+
+/// Tensors scanned together at most: their statistics are all that is
+/// held at once, whatever the number of tensors.
+const BATCH_TENSORS: usize = 1024;
+/// Bytes of tensor data scanned together at most (a larger tensor makes a
+/// batch of its own).
+const BATCH_BYTES: u64 = 256 << 20;
+
+/// [`scan`], handing each tensor's statistics to `each` in the order of
+/// `selection` as soon as its batch is done, and returning the summary:
+/// memory holds one batch of results, not one per tensor, so a checkpoint
+/// of a million tensors streams. A batch whose file changed while it was
+/// read is not handed on.
+pub fn scan_each(
+    ck: &Checkpoint,
+    selection: &[TensorRef],
+    options: &StatsOptions,
+    cancel: &CancelToken,
+    progress: &Progress,
+    each: &mut dyn FnMut(TensorStats),
+) -> Result<Summary, StatsError> {
     ck.check_unchanged(selection)?;
+    let bytes_of = |t: &TensorRef| ck.info(*t).map_or(0, crate::format::TensorInfo::nbytes);
     let total = selection
         .iter()
         .filter_map(|t| ck.info(*t))
         .map(|i| planned_work(i.dtype(), i.nbytes(), options))
         .fold(0u64, u64::saturating_add);
     progress.set_total(total);
-    // Largest tensors first, so that the last ones to finish are small.
-    let mut order: Vec<usize> = (0..selection.len()).collect();
-    order.sort_by_key(|&i| {
-        std::cmp::Reverse(
-            selection
-                .get(i)
-                .and_then(|t| ck.info(*t))
-                .map_or(0, crate::format::TensorInfo::nbytes),
-        )
-    });
-    let results: Vec<(usize, TensorStats)> = order
-        .par_iter()
-        .filter_map(|&i| {
-            let t = *selection.get(i)?;
-            let info = ck.info(t)?;
-            Some(
-                stats_of(info, ck.bytes(t), options, cancel, progress).map(|mut s| {
-                    if ck.is_sharded() {
-                        s.shard = ck.shards().get(t.shard()).map(|sh| sh.name().to_owned());
-                    }
-                    (i, s)
-                }),
-            )
-        })
-        .collect::<Result<_, Cancelled>>()?;
-    // Figures over a file that changed while being read are not figures.
-    ck.check_unchanged(selection)?;
-    let mut slots: Vec<Option<TensorStats>> = vec![None; selection.len()];
-    for (i, s) in results {
-        if let Some(slot) = slots.get_mut(i) {
-            *slot = Some(s);
+    let mut summary =
+        SummaryBuilder::new(selection.iter().map(bytes_of).fold(0, u64::saturating_add));
+    let mut rest = selection;
+    while !rest.is_empty() {
+        let mut size = 0u64;
+        let mut len = 0;
+        for t in rest.iter().take(BATCH_TENSORS) {
+            if len > 0 && size.saturating_add(bytes_of(t)) > BATCH_BYTES {
+                break;
+            }
+            size = size.saturating_add(bytes_of(t));
+            len += 1;
+        }
+        let (batch, next) = rest.split_at(len.max(1));
+        rest = next;
+        for t in scan_batch(ck, batch, options, cancel, progress)? {
+            summary.add(&t);
+            each(t);
         }
     }
-    let tensors: Vec<TensorStats> = slots.into_iter().flatten().collect();
-    let summary = summarize(&tensors, ck, selection);
-    Ok(ScanReport { tensors, summary })
+    Ok(summary.finish())
 }
 
-fn summarize(tensors: &[TensorStats], ck: &Checkpoint, selection: &[TensorRef]) -> Summary {
-    let mut s = Summary {
-        tensor_count: tensors.len(),
-        element_count: 0,
-        data_bytes: selection
-            .iter()
-            .filter_map(|t| ck.info(*t))
-            .map(crate::format::TensorInfo::nbytes)
-            .fold(0, u64::saturating_add),
-        nan_count: 0,
-        inf_count: 0,
-        nonfinite_tensors: Vec::new(),
-        all_zero_tensors: Vec::new(),
-        max_abs: None,
-        max_abs_tensor: None,
+/// The statistics of one batch, in order, after checking that no file of
+/// the batch changed while it was read.
+fn scan_batch(
+    ck: &Checkpoint,
+    batch: &[TensorRef],
+    options: &StatsOptions,
+    cancel: &CancelToken,
+    progress: &Progress,
+) -> Result<Vec<TensorStats>, StatsError> {
+    let one = |t: TensorRef| -> Option<Result<TensorStats, Cancelled>> {
+        let info = ck.info(t)?;
+        Some(
+            stats_of(info, ck.bytes(t), options, cancel, progress).map(|mut s| {
+                if ck.is_sharded() {
+                    s.shard = ck.shards().get(t.shard()).map(|sh| sh.name().to_owned());
+                }
+                s
+            }),
+        )
     };
-    let mut best = f64::NEG_INFINITY;
-    for t in tensors {
+    let mut tensors: Vec<TensorStats> = if batch.len() == 1 {
+        // One tensor: its own chunks run in parallel; no hand-off to a pool.
+        batch
+            .iter()
+            .filter_map(|&t| one(t))
+            .collect::<Result<_, _>>()?
+    } else {
+        // Largest first, so that the last ones to finish are small; the
+        // results go back to batch order.
+        let mut order: Vec<usize> = (0..batch.len()).collect();
+        order.sort_by_key(|&i| {
+            std::cmp::Reverse(
+                batch
+                    .get(i)
+                    .and_then(|t| ck.info(*t))
+                    .map_or(0, crate::format::TensorInfo::nbytes),
+            )
+        });
+        let mut results: Vec<(usize, TensorStats)> = order
+            .par_iter()
+            .with_min_len(16)
+            .filter_map(|&i| one(*batch.get(i)?).map(|r| r.map(|s| (i, s))))
+            .collect::<Result<_, Cancelled>>()?;
+        results.sort_unstable_by_key(|(i, _)| *i);
+        results.into_iter().map(|(_, s)| s).collect()
+    };
+    // Figures over a file that changed while being read are not figures.
+    ck.check_unchanged(batch)?;
+    tensors.shrink_to_fit();
+    Ok(tensors)
+}
+
+/// The summary of a scan, built tensor by tensor in scan order.
+struct SummaryBuilder {
+    summary: Summary,
+    /// The largest |x| so far as f64 (the first tensor holding it wins).
+    best: f64,
+}
+
+impl SummaryBuilder {
+    fn new(data_bytes: u64) -> Self {
+        Self {
+            summary: Summary {
+                tensor_count: 0,
+                element_count: 0,
+                data_bytes,
+                nan_count: 0,
+                inf_count: 0,
+                nonfinite_tensors: Vec::new(),
+                all_zero_tensors: Vec::new(),
+                max_abs: None,
+                max_abs_tensor: None,
+            },
+            best: f64::NEG_INFINITY,
+        }
+    }
+
+    fn add(&mut self, t: &TensorStats) {
+        let s = &mut self.summary;
         let v = &t.values;
+        s.tensor_count += 1;
         s.element_count = s.element_count.saturating_add(v.count);
         let parts: Vec<&ValueStats> = match (&t.real, &t.imag) {
             (Some(re), Some(im)) => vec![re, im],
@@ -334,14 +409,17 @@ fn summarize(tensors: &[TensorStats], ck: &Checkpoint, selection: &[TensorRef]) 
         }
         for m in [v.min, v.max].into_iter().flatten() {
             let a = m.abs();
-            if a.to_f64() > best {
-                best = a.to_f64();
+            if a.to_f64() > self.best {
+                self.best = a.to_f64();
                 s.max_abs = Some(a);
                 s.max_abs_tensor = Some(t.name.clone());
             }
         }
     }
-    s
+
+    fn finish(self) -> Summary {
+        self.summary
+    }
 }
 
 /// Runs `fold` over the element ranges of `chunk_elems` elements that

@@ -7,6 +7,7 @@ mod desktop;
 mod diff;
 mod export;
 mod fixtures;
+mod fuzz_regressions;
 mod hostile;
 mod kinds;
 mod oracle;

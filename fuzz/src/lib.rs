@@ -1,0 +1,110 @@
+//! What each fuzz target does with one input, shared by the targets
+//! (`fuzz_targets/`) and by `tests/it/fuzz_regressions.rs`, which replays the
+//! seeds and every committed crash through the same calls. Each function
+//! ignores `Ok` and `Err`: the only failure is a panic, a hang or an abort.
+
+use std::path::Path;
+
+use tensorscope::diff::{DiffOptions, diff};
+use tensorscope::export::{ExportOptions, export_tensor};
+use tensorscope::format::{Checkpoint, INDEX_FILE_NAME, parse};
+use tensorscope::jobs::{CancelToken, Progress};
+use tensorscope::stats::{StatsOptions, scan};
+
+/// The shard every `index` input sits next to, as the index names it.
+pub const SHARD_NAME: &str = "model-00001-of-00001.safetensors";
+
+/// Elements and bytes the `readers` target reads at most per input (over
+/// all tensors); larger inputs are parsed and opened but not read.
+pub const READ_LIMIT: u64 = 1 << 20;
+
+/// The shard of the `index` target: one F32 tensor `a` of shape `[2]`.
+pub fn shard_bytes() -> Vec<u8> {
+    let mut header = String::from(r#"{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}"#);
+    while header.len() % 8 != 0 {
+        header.push(' ');
+    }
+    let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+    bytes.extend_from_slice(header.as_bytes());
+    bytes.extend_from_slice(&1.0f32.to_le_bytes());
+    bytes.extend_from_slice(&(-2.5f32).to_le_bytes());
+    bytes
+}
+
+/// `header`: the validating parser on the input as a whole file.
+pub fn header(data: &[u8]) {
+    let _ = parse(data);
+}
+
+/// `index`: the input as `model.safetensors.index.json` in `dir`, next to
+/// [`SHARD_NAME`] (written once), opened as a checkpoint.
+pub fn index(dir: &Path, data: &[u8]) {
+    let shard = dir.join(SHARD_NAME);
+    if !shard.exists() {
+        std::fs::write(&shard, shard_bytes()).expect("the fixed shard can be written");
+    }
+    let path = dir.join(INDEX_FILE_NAME);
+    std::fs::write(&path, data).expect("the index can be written");
+    if let Ok(ck) = Checkpoint::open(&path) {
+        let _ = ck.data_bytes();
+        let _ = ck.warnings();
+    }
+}
+
+/// `readers`: if the parser accepts the input, it is written to `dir`,
+/// opened, scanned for statistics, diffed against itself, and its first
+/// tensor exported to `.npy` and `.csv`.
+pub fn readers(dir: &Path, data: &[u8]) {
+    if parse(data).is_err() {
+        return;
+    }
+    let path = dir.join("input.safetensors");
+    std::fs::write(&path, data).expect("the input can be written");
+    let Ok(ck) = Checkpoint::open(&path) else {
+        return;
+    };
+    let (numel, nbytes) = ck.entries().fold((0u64, 0u64), |(n, b), (_, info)| {
+        (
+            n.saturating_add(info.numel()),
+            b.saturating_add(info.nbytes()),
+        )
+    });
+    if numel > READ_LIMIT || nbytes > READ_LIMIT {
+        return;
+    }
+    let cancel = CancelToken::new();
+    let _ = scan(
+        &ck,
+        ck.tensors(),
+        &StatsOptions::default(),
+        &cancel,
+        &Progress::new(),
+    );
+    let _ = diff(&ck, &ck, &DiffOptions::default(), &cancel, &Progress::new());
+    if let Some(&first) = ck.tensors().first() {
+        for out in ["out.npy", "out.csv"] {
+            let _ = export_tensor(
+                &ck,
+                first,
+                &dir.join(out),
+                &ExportOptions::default(),
+                &cancel,
+                &Progress::new(),
+            );
+        }
+    }
+}
+
+/// A folder of this process for the targets' files, made on first use.
+/// libFuzzer ends the process with `exit`, so a `tempfile` guard would not
+/// clean up either; the folder is one per run, under the system's temp dir.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "a fuzz run is its own process, with no caller to name a folder"
+)]
+pub fn scratch(target: &str) -> std::path::PathBuf {
+    let dir =
+        std::env::temp_dir().join(format!("tensorscope-fuzz-{target}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("the scratch folder can be made");
+    dir
+}

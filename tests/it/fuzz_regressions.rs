@@ -1,0 +1,71 @@
+//! Replays the fuzz targets' seeds (`fuzz/seeds/<target>/`) and every input
+//! that once crashed one (`tests/fuzz_regressions/<target>/`) through the
+//! targets' own calls, without the fuzz build: none may panic.
+
+use std::path::{Path, PathBuf};
+
+#[path = "../../fuzz/src/lib.rs"]
+#[allow(dead_code)]
+mod targets;
+
+/// The input files of a folder: every file but the READMEs, sorted.
+fn inputs(folder: &Path) -> Vec<PathBuf> {
+    let Ok(read) = std::fs::read_dir(folder) else {
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = read
+        .map(|e| e.expect("the folder can be listed").path())
+        .filter(|p| p.is_file())
+        .filter(|p| {
+            !p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.eq_ignore_ascii_case("README.md"))
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// Every seed and regression of `target`, handed to `run` one by one;
+/// returns how many there were.
+fn replay(target: &str, run: &mut dyn FnMut(&[u8])) -> usize {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = inputs(&root.join("fuzz/seeds").join(target));
+    files.extend(inputs(&root.join("tests/fuzz_regressions").join(target)));
+    for file in &files {
+        let data = std::fs::read(file).expect("the input can be read");
+        eprintln!("replaying {}", file.display());
+        run(&data);
+    }
+    files.len()
+}
+
+#[test]
+fn header_inputs_replay() {
+    assert!(replay("header", &mut targets::header) > 0);
+}
+
+#[test]
+fn index_inputs_replay() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    assert!(replay("index", &mut |data| targets::index(dir.path(), data)) > 0);
+}
+
+#[test]
+fn readers_inputs_replay() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    assert!(replay("readers", &mut |data| targets::readers(dir.path(), data)) > 0);
+}
+
+#[test]
+fn the_index_seed_opens_next_to_the_fixed_shard() {
+    // The seeds exercise the success path too, not only errors.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let index = std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds/index/ok"))
+        .expect("the seed can be read");
+    targets::index(dir.path(), &index);
+    let ck = tensorscope::Checkpoint::open(&dir.path().join(tensorscope::format::INDEX_FILE_NAME))
+        .expect("the seed is a valid index");
+    assert_eq!(ck.tensors().len(), 1);
+    assert!(ck.warnings().is_empty(), "{:?}", ck.warnings());
+}

@@ -38,6 +38,10 @@ pub fn header(data: &[u8]) {
 
 /// `index`: the input as `model.safetensors.index.json` in `dir`, next to
 /// [`SHARD_NAME`] (written once), opened as a checkpoint.
+///
+/// # Panics
+///
+/// If `dir` cannot be written to (never because of the input).
 pub fn index(dir: &Path, data: &[u8]) {
     let shard = dir.join(SHARD_NAME);
     if !shard.exists() {
@@ -54,6 +58,10 @@ pub fn index(dir: &Path, data: &[u8]) {
 /// `readers`: if the parser accepts the input, it is written to `dir`,
 /// opened, scanned for statistics, diffed against itself, and its first
 /// tensor exported to `.npy` and `.csv`.
+///
+/// # Panics
+///
+/// If `dir` cannot be written to (never because of the input).
 pub fn readers(dir: &Path, data: &[u8]) {
     if parse(data).is_err() {
         return;
@@ -98,6 +106,10 @@ pub fn readers(dir: &Path, data: &[u8]) {
 /// A folder of this process for the targets' files, made on first use.
 /// libFuzzer ends the process with `exit`, so a `tempfile` guard would not
 /// clean up either; the folder is one per run, under the system's temp dir.
+///
+/// # Panics
+///
+/// If the folder cannot be made.
 #[allow(
     clippy::disallowed_methods,
     reason = "a fuzz run is its own process, with no caller to name a folder"

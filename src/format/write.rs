@@ -9,9 +9,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
-use std::io;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::Path;
 
 use crate::dtype::Dtype;
 use crate::fsio::{FileError, atomic_write, copy_chunked, write_chunk};
@@ -57,17 +55,10 @@ pub enum WriteError {
     /// The header would exceed the format's limit.
     #[error("the header would be {0} bytes, over the format's limit of 100000000")]
     HeaderTooLarge(usize),
-    /// The write was cancelled; nothing was left behind.
-    #[error("cancelled")]
-    Cancelled,
-    /// The operating system refused; the target was not changed.
-    #[error("{source}: {}", path.display())]
-    Io {
-        /// The target being written (not its temporary file).
-        path: PathBuf,
-        /// The operating system's error, shared so the error can be cloned.
-        source: Arc<io::Error>,
-    },
+    /// Writing the file failed (cancelled, or refused by the operating
+    /// system); the target was not changed.
+    #[error(transparent)]
+    File(#[from] FileError),
 }
 
 impl WriteError {
@@ -78,17 +69,7 @@ impl WriteError {
             WriteError::ReservedName => "ReservedName",
             WriteError::SizeMismatch { .. } => "SizeMismatch",
             WriteError::HeaderTooLarge(_) => "HeaderTooLarge",
-            WriteError::Cancelled => "Cancelled",
-            WriteError::Io { .. } => "Io",
-        }
-    }
-}
-
-impl From<FileError> for WriteError {
-    fn from(e: FileError) -> Self {
-        match e {
-            FileError::Cancelled => WriteError::Cancelled,
-            FileError::Io { path, source } => WriteError::Io { path, source },
+            WriteError::File(e) => e.kind(),
         }
     }
 }
@@ -317,7 +298,10 @@ mod tests {
         cancel.cancel();
         let target = dir.join("out.safetensors");
         let r = write_file(&target, &t, None, &cancel, &Progress::new());
-        assert!(matches!(r, Err(WriteError::Cancelled)), "{r:?}");
+        assert!(
+            matches!(r, Err(WriteError::File(FileError::Cancelled))),
+            "{r:?}"
+        );
         assert_eq!(std::fs::read_dir(&dir).expect("list").count(), 0);
         write_file(&target, &t, None, &CancelToken::new(), &Progress::new()).expect("write");
         let bytes = std::fs::read(&target).expect("read");

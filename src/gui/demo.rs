@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use crate::dtype::Dtype;
 use crate::dtype::decode::code_table;
 use crate::format::write::{TensorSource, WriteError, write_file};
+use crate::fsio::FileError;
 use crate::jobs::{CancelToken, Progress};
 
 /// File name of the demo checkpoint.
@@ -306,10 +307,7 @@ fn tensors() -> Vec<(String, Dtype, Vec<u64>, Vec<u8>)> {
 
 /// Writes the demo checkpoint into `folder` and returns its path.
 pub fn write_demo(folder: &Path) -> Result<PathBuf, WriteError> {
-    std::fs::create_dir_all(folder).map_err(|e| WriteError::Io {
-        path: folder.to_path_buf(),
-        source: e.into(),
-    })?;
+    std::fs::create_dir_all(folder).map_err(|e| FileError::from_io(folder, e))?;
     let built = tensors();
     let sources: Vec<TensorSource<'_>> = built
         .iter()

@@ -166,7 +166,7 @@ impl ResaveError {
                 Some(path)
             }
             ResaveError::WouldOverwriteSource { output, .. } => Some(output),
-            ResaveError::Write(WriteError::Io { path, .. }) => Some(path),
+            ResaveError::Write(WriteError::File(e)) => e.path(),
             ResaveError::Commit(c) => c.error.path(),
             _ => None,
         }
@@ -182,7 +182,7 @@ impl From<FileError> for ResaveError {
 impl From<WriteError> for ResaveError {
     fn from(e: WriteError) -> Self {
         match e {
-            WriteError::Cancelled => ResaveError::Cancelled,
+            WriteError::File(FileError::Cancelled) => ResaveError::Cancelled,
             other => ResaveError::Write(other),
         }
     }

@@ -10,8 +10,10 @@ use crate::dtype::Dtype;
 use crate::dtype::convert::{ConversionCounts, Converter, convert_chunks};
 use crate::format::Checkpoint;
 use crate::format::SafetensorsFile;
-use crate::format::write::{WriteError, header_for_entries};
-use crate::fsio::{FinishedFile, PendingFile, ShortWriter, commit_all, copy_chunked, write_chunk};
+use crate::format::write::header_for_entries;
+use crate::fsio::{
+    FileError, FinishedFile, PendingFile, ShortWriter, commit_all, copy_chunked, write_chunk,
+};
 use crate::jobs::{CancelToken, Progress};
 
 /// Writes `plan` (from [`plan()`](super::plan()) on the same checkpoint). Progress counts
@@ -58,12 +60,7 @@ fn execute_once(
 
     let created = match &plan.create_folder {
         Some(folder) if !folder.exists() => {
-            std::fs::create_dir_all(folder).map_err(|e| {
-                ResaveError::Write(WriteError::Io {
-                    path: folder.clone(),
-                    source: e.into(),
-                })
-            })?;
+            std::fs::create_dir_all(folder).map_err(|e| FileError::from_io(folder, e))?;
             Some(folder.clone())
         }
         _ => None,

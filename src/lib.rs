@@ -17,6 +17,7 @@ pub mod fsio;
 #[cfg(feature = "gui")]
 pub mod gui;
 pub mod jobs;
+pub mod quant;
 pub mod resave;
 pub mod stats;
 pub mod text;

@@ -18,7 +18,7 @@ use super::output::{
 use super::{Common, EXIT_OK};
 use tensorscope::export::{
     Encoding, ExportError, ExportFormat, ExportOptions, ExportReport, PngReport, SizeLimit,
-    export_tensor,
+    export_logical, export_tensor,
 };
 use tensorscope::format::Checkpoint;
 use tensorscope::jobs::{CancelToken, Progress};
@@ -41,6 +41,11 @@ pub struct ExportArgs {
     /// Write a CSV even above the size limit (10,000,000 elements).
     #[arg(long)]
     pub force: bool,
+    /// TENSOR is a quantized weight's logical name (`<module>.weight`):
+    /// write its true values as F32 (.npy or .bin). A plain tensor's name
+    /// exports it as without this flag.
+    #[arg(long, conflicts_with = "raw")]
+    pub dequant: bool,
     #[command(flatten)]
     pub f6: super::F6Order,
     #[command(flatten)]
@@ -78,6 +83,10 @@ pub struct ExportDoc {
     pub elements: u64,
     /// Bytes of the output file, headers included.
     pub bytes_written: u64,
+    /// The scheme of a dequantized logical tensor (`--dequant`), else
+    /// absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scheme: Option<&'static str>,
 }
 
 impl ExportDoc {
@@ -95,6 +104,7 @@ impl ExportDoc {
             png: r.png.clone(),
             elements: r.elements,
             bytes_written: r.bytes_written,
+            scheme: None,
         }
     }
 }
@@ -120,7 +130,14 @@ pub fn run(args: &ExportArgs, out: &mut Output) -> i32 {
         Ok(ck) => ck,
         Err(e) => return report_error(out, json, &e),
     };
-    let Some(t) = ck.find(&args.tensor) else {
+    let quant = if args.dequant {
+        tensorscope::quant::detect(&ck)
+    } else {
+        None
+    };
+    let logical = quant.as_ref().and_then(|q| q.find(&args.tensor));
+    let stored = ck.find(&args.tensor);
+    let Some(t) = stored.or(logical.and_then(|l| l.parts().first().map(|p| p.1))) else {
         let doc = ErrorDoc {
             kind: "UnknownTensor".into(),
             message: format!("no tensor named {}", display_name(&args.tensor)),
@@ -145,13 +162,16 @@ pub fn run(args: &ExportArgs, out: &mut Output) -> i32 {
     let progress = Progress::new();
     let cancel = CancelToken::new();
     let started = Instant::now();
-    let result = with_progress_bar(&progress, started, || {
-        export_tensor(&ck, t, &args.output, &opts, &cancel, &progress)
+    let result = with_progress_bar(&progress, started, || match logical {
+        Some(lt) => export_logical(&ck, lt, &args.output, &opts, &cancel, &progress),
+        None => export_tensor(&ck, t, &args.output, &opts, &cancel, &progress),
     });
     match result {
         Ok(report) => {
             if json {
-                out.json(&ExportDoc::new(&ck, &report));
+                let mut doc = ExportDoc::new(&ck, &report);
+                doc.scheme = logical.map(|l| l.scheme().id());
+                out.json(&doc);
             } else {
                 let detail = match (report.npy_descr, &report.png) {
                     (Some(d), _) => format!(" as {d}"),

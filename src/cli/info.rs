@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::output::{Output, display_name, group_digits, path_string, report_error};
+use super::quant_doc::QuantDoc;
 use super::{EXIT_OK, InfoArgs};
 use tensorscope::format::{Checkpoint, CheckpointKind, Warning};
 
@@ -72,6 +73,8 @@ pub struct InfoDoc {
     /// What the reference reader accepts but a user should know of
     /// (duplicate keys, leading whitespace, …).
     pub warnings: Vec<Warning>,
+    /// The quantization (`null` for a plain checkpoint).
+    pub quantization: Option<QuantDoc>,
 }
 
 fn metadata_json(m: Option<&std::collections::BTreeMap<String, String>>) -> serde_json::Value {
@@ -142,6 +145,7 @@ impl InfoDoc {
             tensors,
             shards,
             warnings: ck.warnings().to_vec(),
+            quantization: tensorscope::quant::detect(ck).map(|q| QuantDoc::new(ck, &q)),
         }
     }
 
@@ -214,6 +218,10 @@ impl InfoDoc {
         }
         for w in &self.warnings {
             let _ = writeln!(s, "warning: {}", display_name(&w.message));
+        }
+        if let Some(q) = &self.quantization {
+            s.push('\n');
+            s.push_str(&q.to_text());
         }
         s
     }

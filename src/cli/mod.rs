@@ -7,6 +7,7 @@ mod diff;
 mod export;
 mod info;
 mod output;
+mod quant_doc;
 mod resave;
 mod stats;
 mod validate;

@@ -18,9 +18,10 @@ use super::output::{
 use super::{Common, EXIT_ERROR, EXIT_OK};
 use tensorscope::format::{Checkpoint, TensorRef};
 use tensorscope::jobs::{CancelToken, Progress};
+use tensorscope::quant::{LogicalTensor, Quantization};
 use tensorscope::stats::{
-    DEFAULT_BINS, Histogram, MAX_BINS, QUANTILES, Scalar, StatsError, StatsOptions, Summary,
-    TensorStats, ValueStats, scan_each,
+    DEFAULT_BINS, Entry, Histogram, LogicalStats, MAX_BINS, QUANTILES, Scalar, StatsError,
+    StatsOptions, Summary, TensorStats, ValueStats, scan_dequant_each, scan_each,
 };
 
 /// `tensorscope stats FILE`.
@@ -40,6 +41,10 @@ pub struct StatsArgs {
     #[arg(long, value_name = "N", default_value_t = DEFAULT_BINS as u64,
           value_parser = clap::value_parser!(u64).range(1..=MAX_BINS as u64))]
     pub bins: u64,
+    /// Quantized weights as their true values: each logical tensor (by its
+    /// logical name, with `scheme` and `quant`) in place of its parts.
+    #[arg(long)]
+    pub dequant: bool,
     #[command(flatten)]
     pub f6: super::F6Order,
     #[command(flatten)]
@@ -73,7 +78,12 @@ pub fn run(args: &StatsArgs, out: &mut Output) -> i32 {
         Ok(ck) => ck,
         Err(e) => return report_error(out, json, &e),
     };
-    let selection = match select(&ck, args) {
+    let quant = if args.dequant {
+        tensorscope::quant::detect(&ck)
+    } else {
+        None
+    };
+    let selection = match select(&ck, quant.as_ref(), args) {
         Ok(s) => s,
         Err(doc) => {
             if json {
@@ -94,10 +104,13 @@ pub fn run(args: &StatsArgs, out: &mut Output) -> i32 {
     // The document is written tensor by tensor as the scan goes, so its
     // size does not bound what fits in memory.
     let mut doc = Streamed::new(json, path_string(ck.path()), args.bins);
-    let result = with_progress_bar(&progress, started, || {
-        scan_each(&ck, &selection, &options, &cancel, &progress, &mut |t| {
+    let result = with_progress_bar(&progress, started, || match &quant {
+        Some(q) => scan_dequant_each(&ck, q, &selection, &options, &cancel, &progress, &mut |e| {
+            doc.entry(out, &e);
+        }),
+        None => scan_each(&ck, &selection, &options, &cancel, &progress, &mut |t| {
             doc.tensor(out, &t);
-        })
+        }),
     });
     let summary = match result {
         Ok(s) => s,
@@ -172,6 +185,31 @@ impl Streamed {
             self.written += 1;
             return;
         }
+        self.json_item(out, t);
+    }
+
+    /// An entry of a dequantized scan.
+    fn entry(&mut self, out: &mut Output, e: &Entry) {
+        if self.json {
+            self.json_item(out, e);
+            return;
+        }
+        let text = match e {
+            Entry::Plain(t) => tensor_text(t),
+            Entry::Logical(l) => logical_text(l),
+            Entry::Undecoded(u) => format!(
+                "{}  {}  {}: {}\n",
+                display_name(&u.name),
+                display_name(&u.label),
+                u.status,
+                display_name(&u.message)
+            ),
+        };
+        out.text(&text);
+        self.written += 1;
+    }
+
+    fn json_item<T: Serialize>(&mut self, out: &mut Output, t: &T) {
         let mut s = if self.written == 0 {
             self.head()
         } else {
@@ -234,7 +272,11 @@ fn indented(text: &str, prefix: &str) -> String {
 
 /// The tensors to scan, in file order: all of them, or those named by
 /// `--tensor` or matched by `--tensor-regex`.
-fn select(ck: &Checkpoint, args: &StatsArgs) -> Result<Vec<TensorRef>, ErrorDoc> {
+fn select(
+    ck: &Checkpoint,
+    quant: Option<&Quantization>,
+    args: &StatsArgs,
+) -> Result<Vec<TensorRef>, ErrorDoc> {
     let path = Some(path_string(ck.path()));
     let regex = match &args.tensor_regex {
         Some(re) => Some(regex::Regex::new(re).map_err(|e| ErrorDoc {
@@ -244,8 +286,9 @@ fn select(ck: &Checkpoint, args: &StatsArgs) -> Result<Vec<TensorRef>, ErrorDoc>
         })?),
         None => None,
     };
+    let logical = |t: TensorRef| quant.and_then(|q| q.owner(t)).map(LogicalTensor::name);
     for name in &args.tensors {
-        if ck.find(name).is_none() {
+        if ck.find(name).is_none() && quant.and_then(|q| q.find(name)).is_none() {
             return Err(ErrorDoc {
                 kind: "UnknownTensor".into(),
                 message: format!("no tensor named {}", display_name(name)),
@@ -262,8 +305,11 @@ fn select(ck: &Checkpoint, args: &StatsArgs) -> Result<Vec<TensorRef>, ErrorDoc>
         .copied()
         .filter(|t| {
             ck.info(*t).is_some_and(|i| {
-                args.tensors.iter().any(|n| n == i.name())
-                    || regex.as_ref().is_some_and(|r| r.is_match(i.name()))
+                let names = [Some(i.name()), logical(*t)];
+                names.iter().flatten().any(|name| {
+                    args.tensors.iter().any(|n| n == name)
+                        || regex.as_ref().is_some_and(|r| r.is_match(name))
+                })
             })
         })
         .collect())
@@ -390,6 +436,32 @@ fn tensor_text(t: &TensorStats) -> String {
         values_text(&mut s, im, "    ");
     } else {
         values_text(&mut s, &t.values, "  ");
+    }
+    s
+}
+
+/// A logical tensor's lines of the text report: its values, then codes,
+/// extremes and scales.
+fn logical_text(l: &LogicalStats) -> String {
+    let mut s = tensor_text(&l.stats);
+    let q = &l.quant;
+    let _ = writeln!(s, "  scheme     {} ({})", display_name(&l.label), l.scheme);
+    let used = q.codes.counts.iter().filter(|c| **c > 0).count();
+    let _ = writeln!(
+        s,
+        "  codes      {used} of {} used, {:.3}% at the extremes",
+        q.codes.counts.len(),
+        q.at_extremes * 100.0
+    );
+    if let Some(sc) = &q.scales {
+        let _ = writeln!(
+            s,
+            "  scales     {} in {}: {} .. {}",
+            group_digits(sc.count),
+            display_name(&sc.tensor),
+            float(sc.min),
+            float(sc.max)
+        );
     }
     s
 }

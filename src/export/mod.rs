@@ -45,9 +45,12 @@
 //! ```
 
 mod csv;
+mod dequant;
 mod heatmap_png;
 pub mod npy;
 pub mod png;
+
+pub use dequant::export_logical;
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -321,6 +324,23 @@ pub enum ExportError {
     /// Cancelled; the target was not changed.
     #[error("cancelled; no file was changed")]
     Cancelled,
+    /// A quantized weight's values asked for in a format other than
+    /// `.npy` or `.bin`.
+    #[error("dequantized values are written as .npy or .bin, not .{}", format.extension())]
+    DequantFormat {
+        /// The format asked for.
+        format: ExportFormat,
+    },
+    /// A logical tensor whose values are not decoded.
+    #[error("{name} is {status}, not decoded: {message}")]
+    NotDecoded {
+        /// Its logical name.
+        name: String,
+        /// `recognized` or `inconsistent`.
+        status: &'static str,
+        /// Why, with the evidence.
+        message: String,
+    },
 }
 
 impl ExportError {
@@ -338,6 +358,8 @@ impl ExportError {
             ExportError::Load(e) => e.kind(),
             ExportError::Write(e) => e.kind(),
             ExportError::Cancelled => "Cancelled",
+            ExportError::DequantFormat { .. } => "DequantFormat",
+            ExportError::NotDecoded { .. } => "NotDecoded",
         }
     }
 

@@ -33,6 +33,7 @@ pub mod heatmap;
 mod ints;
 mod kernel;
 mod moments;
+mod quant;
 mod refine;
 mod report;
 mod simd;
@@ -42,6 +43,10 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 pub use bins::{DEFAULT_BINS, MAX_BINS, QUANTILES, nearest_rank};
+pub use quant::{
+    CodeCounts, Entry, LogicalStats, QuantStats, ScaleStats, Undecoded, logical_stats,
+    planned_logical_work, scan_dequant_each,
+};
 pub use report::{
     CodeHistogram, Histogram, Log2Histogram, Quantiles, Scalar, ScanReport, Summary, TensorStats,
     ValueStats,

@@ -1,0 +1,378 @@
+//! Statistics of a quantized weight's true values (a logical tensor of
+//! [`crate::quant`]), and what only quantization has: the histogram of
+//! its integer codes, the share of elements at the extreme codes, and the
+//! distribution of its scales.
+//!
+//! The values are decoded by [`Dequantizer`] block by block as the float
+//! passes ask for them, so the figures and their exact quantiles follow
+//! the same rules as for a stored F32 tensor, and memory does not grow
+//! with the tensor.
+
+use std::ops::Range;
+
+use serde::Serialize;
+
+use super::float::{self, View};
+use super::{CHUNK_BYTES, Histogram, StatsError, StatsOptions, TensorStats, par_chunks, stats_of};
+use crate::dtype::Dtype;
+use crate::dtype::decode::code_table_f32;
+use crate::format::{Checkpoint, TensorInfo};
+use crate::jobs::{CancelToken, Progress};
+use crate::quant::{Dequantizer, LogicalTensor};
+
+/// The decoded values of a logical tensor, as the float passes read them.
+struct DequantView<'a>(&'a Dequantizer<'a>);
+
+impl View for DequantView<'_> {
+    type T = f32;
+    fn len(&self) -> u64 {
+        self.0.len()
+    }
+    fn element_bytes(&self) -> u64 {
+        4
+    }
+    fn decode(&self, first: u64, out: &mut [f32]) -> usize {
+        self.0.values(first, out)
+    }
+    fn smallest_normal(&self) -> f64 {
+        f64::from(f32::MIN_POSITIVE)
+    }
+}
+
+/// How many elements hold each integer code.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CodeCounts {
+    /// Every code the scheme can store, ascending (the raw bits for float
+    /// codes).
+    pub values: Vec<i64>,
+    /// Elements per code.
+    pub counts: Vec<u64>,
+    /// For float codes, the value each code stands for (before scaling).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code_values: Option<Vec<f64>>,
+}
+
+/// The distribution of a logical tensor's scales.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ScaleStats {
+    /// The scale tensor.
+    pub tensor: String,
+    /// How many scales.
+    pub count: u64,
+    /// Smallest finite scale.
+    pub min: Option<f64>,
+    /// Largest finite scale.
+    pub max: Option<f64>,
+    /// Linear histogram of the finite scales.
+    pub histogram: Option<Histogram>,
+}
+
+/// What only quantization has.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct QuantStats {
+    /// The histogram of codes: clipping shows at the ends, unused codes as
+    /// zeros.
+    pub codes: CodeCounts,
+    /// Share of elements at the extreme codes (the lowest or highest
+    /// integer code; for float codes, the largest magnitude).
+    pub at_extremes: f64,
+    /// The scales' distribution.
+    pub scales: Option<ScaleStats>,
+}
+
+/// Statistics of a logical tensor: the values' figures (as a tensor of
+/// the dtype the library computes in, named by its logical name), its
+/// scheme, and the quantization's own.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LogicalStats {
+    /// The figures of the decoded values.
+    #[serde(flatten)]
+    pub stats: TensorStats,
+    /// The scheme's identifier (`gptq`, `nvfp4`, …).
+    pub scheme: &'static str,
+    /// What a table shows for it ("GPTQ int4 g128").
+    pub label: String,
+    /// Codes, extremes and scales.
+    pub quant: QuantStats,
+}
+
+/// Progress units [`logical_stats`] reports for `lt`.
+pub fn planned_logical_work(lt: &LogicalTensor, options: &StatsOptions) -> u64 {
+    super::planned_work(Dtype::F32, lt.numel().saturating_mul(4), options)
+        .saturating_add(lt.numel())
+}
+
+/// Statistics of a decoded logical tensor of `ck`. `None` when it is not
+/// decoded. Checks that its parts' files did not change, before and after.
+pub fn logical_stats(
+    ck: &Checkpoint,
+    lt: &LogicalTensor,
+    options: &StatsOptions,
+    cancel: &CancelToken,
+    progress: &Progress,
+) -> Result<Option<LogicalStats>, StatsError> {
+    let Some(dq) = Dequantizer::new(ck, lt) else {
+        return Ok(None);
+    };
+    let parts = dq.parts();
+    ck.check_unchanged(&parts)?;
+    let values = float::stats(&DequantView(&dq), options, cancel, progress)?;
+    let codes = code_counts(&dq, cancel, progress)?;
+    let scales = scale_stats(ck, &dq, options, cancel)?;
+    ck.check_unchanged(&parts)?;
+    let total: u64 = codes.counts.iter().sum();
+    let extremes = extreme_codes(&dq, &codes);
+    let at = codes
+        .values
+        .iter()
+        .zip(&codes.counts)
+        .filter(|(v, _)| extremes.contains(v))
+        .map(|(_, c)| *c)
+        .sum::<u64>();
+    Ok(Some(LogicalStats {
+        stats: TensorStats {
+            name: lt.name().to_owned(),
+            dtype: lt.value_dtype(),
+            shape: lt.shape().to_vec(),
+            shard: None,
+            values,
+            real: None,
+            imag: None,
+        },
+        scheme: lt.scheme().id(),
+        label: lt.label().to_owned(),
+        quant: QuantStats {
+            codes,
+            at_extremes: if total == 0 {
+                0.0
+            } else {
+                at as f64 / total as f64
+            },
+            scales,
+        },
+    }))
+}
+
+/// The extreme codes: the ends of an integer range, or the codes of
+/// largest magnitude of a float table.
+fn extreme_codes(dq: &Dequantizer<'_>, codes: &CodeCounts) -> Vec<i64> {
+    if let Some(vals) = &codes.code_values {
+        let top = vals
+            .iter()
+            .filter(|v| v.is_finite())
+            .fold(0f64, |a, v| a.max(v.abs()));
+        codes
+            .values
+            .iter()
+            .zip(vals)
+            .filter(|(_, v)| v.abs() == top && top > 0.0)
+            .map(|(c, _)| *c)
+            .collect()
+    } else {
+        let (lo, hi) = dq.code_range();
+        vec![i64::from(lo), i64::from(hi)]
+    }
+}
+
+/// Counts every code, in parallel chunks.
+fn code_counts(
+    dq: &Dequantizer<'_>,
+    cancel: &CancelToken,
+    progress: &Progress,
+) -> Result<CodeCounts, StatsError> {
+    let (lo, hi) = dq.code_range();
+    let width = usize::try_from(i64::from(hi) - i64::from(lo) + 1).unwrap_or(1);
+    let chunk = (CHUNK_BYTES / 4).max(1);
+    let counts = par_chunks(
+        dq.len(),
+        chunk,
+        cancel,
+        || vec![0u64; width],
+        |acc, range: Range<u64>| {
+            let mut vals = [0f32; 1024];
+            let mut cs = [0i32; 1024];
+            let mut at = range.start;
+            while at < range.end {
+                let want = usize::try_from(range.end - at).unwrap_or(1024).min(1024);
+                let got = dq.values_and_codes(at, &mut vals[..want], &mut cs[..want]);
+                if got == 0 {
+                    break;
+                }
+                for &c in &cs[..got] {
+                    if let Some(slot) = usize::try_from(i64::from(c) - i64::from(lo))
+                        .ok()
+                        .and_then(|i| acc.get_mut(i))
+                    {
+                        *slot += 1;
+                    }
+                }
+                at += got as u64;
+            }
+            progress.add(range.end - range.start);
+        },
+        |mut a, b| {
+            for (x, y) in a.iter_mut().zip(b) {
+                *x += y;
+            }
+            a
+        },
+    )?;
+    let code_values = dq.code_dtype().and_then(|d| {
+        let table = code_table_f32(d)?;
+        Some(
+            (lo..=hi)
+                .map(|c| f64::from(table.get(c as usize).copied().unwrap_or(f32::NAN)))
+                .collect(),
+        )
+    });
+    Ok(CodeCounts {
+        values: (i64::from(lo)..=i64::from(hi)).collect(),
+        counts,
+        code_values,
+    })
+}
+
+/// The distribution of the scales, read as their dtype (U8 E8M0 scales as
+/// powers of two).
+fn scale_stats(
+    ck: &Checkpoint,
+    dq: &Dequantizer<'_>,
+    options: &StatsOptions,
+    cancel: &CancelToken,
+) -> Result<Option<ScaleStats>, StatsError> {
+    let Some((t, dtype)) = dq.scale_part() else {
+        return Ok(None);
+    };
+    let Some(info) = ck.info(t) else {
+        return Ok(None);
+    };
+    let Some(as_read) = TensorInfo::new(info.name().to_owned(), dtype, info.shape().to_vec(), 0)
+        .filter(|i| i.nbytes() == info.nbytes())
+    else {
+        return Ok(None);
+    };
+    let s = stats_of(&as_read, ck.bytes(t), options, cancel, &Progress::new())?;
+    Ok(Some(ScaleStats {
+        tensor: info.name().to_owned(),
+        count: s.values.count,
+        min: s.values.min.map(super::Scalar::to_f64),
+        max: s.values.max.map(super::Scalar::to_f64),
+        histogram: s.values.histogram,
+    }))
+}
+
+/// A logical tensor that is not decoded: what `stats --dequant` gives in
+/// place of its parts (no values: its parts hold packed codes).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Undecoded {
+    /// Its logical name.
+    pub name: String,
+    /// The scheme's identifier.
+    pub scheme: &'static str,
+    /// What a table shows for it.
+    pub label: String,
+    /// `recognized` or `inconsistent`.
+    pub status: &'static str,
+    /// Why, with the evidence.
+    pub message: String,
+}
+
+/// One entry of a dequantized scan, in file order.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Entry {
+    /// A stored tensor that is no part of a quantized weight.
+    Plain(Box<TensorStats>),
+    /// A decoded logical tensor, in place of its parts.
+    Logical(Box<LogicalStats>),
+    /// A logical tensor that is not decoded, in place of its parts.
+    Undecoded(Undecoded),
+}
+
+/// [`super::scan_each`] with every quantized weight seen as its logical
+/// tensor: each part of `selection` that belongs to a logical tensor of
+/// `q` gives that logical tensor once (at its first part), the others
+/// their own statistics. The summary counts the entries with values.
+pub fn scan_dequant_each(
+    ck: &Checkpoint,
+    q: &crate::quant::Quantization,
+    selection: &[crate::format::TensorRef],
+    options: &StatsOptions,
+    cancel: &CancelToken,
+    progress: &Progress,
+    each: &mut dyn FnMut(Entry),
+) -> Result<super::Summary, StatsError> {
+    ck.check_unchanged(selection)?;
+    let mut seen = vec![false; q.tensors().len()];
+    let mut total = 0u64;
+    let mut bytes = 0u64;
+    for t in selection {
+        match q.owner_index(*t) {
+            Some(i) => {
+                if let (Some(false), Some(lt)) = (seen.get(i).copied(), q.tensors().get(i)) {
+                    seen[i] = true;
+                    total = total.saturating_add(planned_logical_work(lt, options));
+                }
+            }
+            None => {
+                if let Some(info) = ck.info(*t) {
+                    total = total.saturating_add(super::planned_work(
+                        info.dtype(),
+                        info.nbytes(),
+                        options,
+                    ));
+                }
+            }
+        }
+        bytes = bytes.saturating_add(ck.info(*t).map_or(0, TensorInfo::nbytes));
+    }
+    progress.set_total(total);
+    seen.fill(false);
+    let mut summary = super::SummaryBuilder::new(bytes);
+    let mut plain: Vec<crate::format::TensorRef> = Vec::new();
+    let flush = |plain: &mut Vec<crate::format::TensorRef>,
+                 summary: &mut super::SummaryBuilder,
+                 each: &mut dyn FnMut(Entry)|
+     -> Result<(), StatsError> {
+        for batch in plain.chunks(super::BATCH_TENSORS) {
+            for t in super::scan_batch(ck, batch, options, cancel, progress)? {
+                summary.add(&t);
+                each(Entry::Plain(Box::new(t)));
+            }
+        }
+        plain.clear();
+        Ok(())
+    };
+    for t in selection {
+        let Some(i) = q.owner_index(*t) else {
+            plain.push(*t);
+            if plain.len() >= super::BATCH_TENSORS {
+                flush(&mut plain, &mut summary, each)?;
+            }
+            continue;
+        };
+        if seen.get(i).copied().unwrap_or(true) {
+            continue;
+        }
+        seen[i] = true;
+        flush(&mut plain, &mut summary, each)?;
+        let Some(lt) = q.tensors().get(i) else {
+            continue;
+        };
+        match logical_stats(ck, lt, options, cancel, progress)? {
+            Some(l) => {
+                summary.add(&l.stats);
+                each(Entry::Logical(Box::new(l)));
+            }
+            None => each(Entry::Undecoded(Undecoded {
+                name: lt.name().to_owned(),
+                scheme: lt.scheme().id(),
+                label: lt.label().to_owned(),
+                status: lt.status().id(),
+                message: lt.message().to_owned(),
+            })),
+        }
+    }
+    flush(&mut plain, &mut summary, each)?;
+    Ok(summary.finish())
+}

@@ -37,6 +37,12 @@ pub struct DiffArgs {
     /// Match A's tensor FROM with B's tensor TO (repeatable).
     #[arg(long, value_name = "FROM=TO")]
     pub rename: Vec<String>,
+    /// Compare stored tensors only. By default a quantized weight (GPTQ,
+    /// AWQ, NVFP4, …) is compared by its decoded values under its logical
+    /// name, so a quantized checkpoint meets its original (put the
+    /// original first: rel_l2 and snr_db take A as the reference).
+    #[arg(long)]
+    pub raw: bool,
     #[command(flatten)]
     pub common: Common,
 }
@@ -121,7 +127,13 @@ fn text(report: &DiffReport, a: &str, b: &str, only_changed: bool) -> String {
             changed,
             display_name(&t.name)
         );
-        if t.dtype_a != t.dtype_b {
+        if let Some(side) = t.dequantized {
+            let _ = write!(s, "  (dequantized: {side}");
+            if let Some(snr) = t.snr_db {
+                let _ = write!(s, ", SNR {snr:.1} dB");
+            }
+            s.push(')');
+        } else if t.dtype_a != t.dtype_b {
             let _ = write!(s, "  ({} -> {})", t.dtype_a, t.dtype_b);
         }
         if t.shape_a != t.shape_b {
@@ -216,6 +228,7 @@ pub fn run(args: &DiffArgs, out: &mut Output) -> i32 {
         renames,
         atol: args.atol,
         rtol: args.rtol,
+        raw: args.raw,
         ..DiffOptions::default()
     };
     let started = Instant::now();

@@ -17,6 +17,7 @@ use crate::dtype::decode::BitOrder;
 use crate::format::{Checkpoint, LoadError};
 use crate::jobs::{CancelToken, Cancelled, Progress};
 
+mod dequant;
 mod detail;
 mod matching;
 mod values;
@@ -45,6 +46,9 @@ pub struct DiffOptions {
     pub rtol: f64,
     /// Bit order of packed F6 elements.
     pub bit_order: BitOrder,
+    /// Compare stored tensors only, even where a side is quantized (by
+    /// default quantized weights are compared by their decoded values).
+    pub raw: bool,
 }
 
 /// The status of a pair of tensors with the same name.
@@ -132,6 +136,14 @@ pub struct TensorDiff {
     /// |Δ| per binary exponent, over the changed finite pairs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delta_log2_histogram: Option<DeltaLog2Histogram>,
+    /// Which side was a quantized weight compared by its decoded values:
+    /// `a`, `b` or `both` (absent for stored tensors).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dequantized: Option<&'static str>,
+    /// For a dequantized pair: 10·log10(‖a‖² / ‖a − b‖²), A as the signal
+    /// (as `rel_l2`: put the original first).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snr_db: Option<f64>,
 }
 
 /// What changed in `__metadata__` (or a shard index's `metadata`).
@@ -221,6 +233,27 @@ pub fn diff(
 ) -> Result<DiffReport, DiffError> {
     a.check_all_unchanged()?;
     b.check_all_unchanged()?;
+    if !options.raw {
+        let (qa, qb) = (crate::quant::detect(a), crate::quant::detect(b));
+        let decoded = |q: &Option<crate::quant::Quantization>| {
+            q.as_ref().is_some_and(|q| {
+                q.tensors()
+                    .iter()
+                    .any(|t| t.status() == crate::quant::Status::Decoded)
+            })
+        };
+        if decoded(&qa) || decoded(&qb) {
+            return dequant::diff_dequant(
+                a,
+                qa.as_ref(),
+                b,
+                qb.as_ref(),
+                options,
+                cancel,
+                progress,
+            );
+        }
+    }
     let (pairs, only_in_a, only_in_b) = match_tensors(a, b, options);
     let total: u64 = pairs
         .iter()

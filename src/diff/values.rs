@@ -10,7 +10,7 @@ use crate::jobs::{CancelToken, Cancelled, Progress};
 
 /// Running sums of one comparison.
 #[derive(Debug, Clone, Default)]
-struct Acc {
+pub(super) struct Acc {
     n_finite: u64,
     changed: u64,
     mismatches: u64,
@@ -60,7 +60,7 @@ impl Acc {
 
     /// Adds one pair of real values: NaN equals NaN, ±0 are equal, and a pair
     /// within `atol + rtol·|b|` is not a change.
-    fn real(&mut self, a: f64, b: f64, atol: f64, rtol: f64) {
+    pub(super) fn real(&mut self, a: f64, b: f64, atol: f64, rtol: f64) {
         if a.is_finite() && b.is_finite() {
             let d = a - b;
             self.delta(d);
@@ -208,6 +208,79 @@ fn bytes_equal(
     Ok(true)
 }
 
+/// A pair's report before comparison: every figure empty.
+pub(super) fn identical(
+    name: &str,
+    name_a: Option<String>,
+    (dtype_a, shape_a): (Dtype, Vec<u64>),
+    (dtype_b, shape_b): (Dtype, Vec<u64>),
+) -> TensorDiff {
+    TensorDiff {
+        name: name.to_owned(),
+        name_a,
+        status: Status::Identical,
+        dtype_a,
+        dtype_b,
+        shape_a,
+        shape_b,
+        max_abs_diff: None,
+        mean_abs_diff: None,
+        rms_diff: None,
+        rel_l2: None,
+        cosine: None,
+        changed_elements: None,
+        changed_fraction: None,
+        nan_mismatches: None,
+        delta_log2_histogram: None,
+        dequantized: None,
+        snr_db: None,
+    }
+}
+
+/// Fills the figures of `out` from the sums of a comparison of `numel`
+/// elements, and decides its status.
+pub(super) fn finish(out: &mut TensorDiff, acc: &Acc, numel: u64, dtypes_differ: bool) {
+    let n = acc.n_finite;
+    let fin = |x: f64| x.is_finite().then_some(x);
+    if n > 0 {
+        out.max_abs_diff = fin(acc.max_abs);
+        out.mean_abs_diff = fin(acc.sum_abs / n as f64);
+        out.rms_diff = fin((acc.sum_sq / n as f64).sqrt());
+        let norm_a = acc.sum_aa.sqrt();
+        let norm_b = acc.sum_bb.sqrt();
+        out.rel_l2 = if norm_a > 0.0 {
+            fin(acc.sum_sq.sqrt() / norm_a)
+        } else if acc.sum_sq == 0.0 {
+            Some(0.0)
+        } else {
+            None
+        };
+        out.cosine = (norm_a > 0.0 && norm_b > 0.0)
+            .then(|| (acc.sum_ab / (norm_a * norm_b)).clamp(-1.0, 1.0));
+        if out.dequantized.is_some() && acc.sum_sq > 0.0 && acc.sum_aa > 0.0 {
+            out.snr_db = fin(10.0 * (acc.sum_aa / acc.sum_sq).log10());
+        }
+    }
+    out.changed_elements = Some(acc.changed);
+    out.changed_fraction = (numel > 0).then(|| acc.changed as f64 / numel as f64);
+    out.nan_mismatches = Some(acc.mismatches);
+    out.delta_log2_histogram = Some(DeltaLog2Histogram {
+        exponents: (0..acc.log2.len())
+            .filter(|&i| acc.log2[i] > 0)
+            .map(|i| i as i32 - LOG2_OFFSET)
+            .collect(),
+        counts: acc.log2.iter().copied().filter(|&c| c > 0).collect(),
+        zeros: acc.zeros,
+    });
+    out.status = if dtypes_differ {
+        Status::DtypeChanged
+    } else if acc.changed == 0 {
+        Status::Equal
+    } else {
+        Status::Changed
+    };
+}
+
 /// Compares one pair, streaming both tensors' bytes in chunks; `None` when
 /// a reference is not in its checkpoint.
 pub fn diff_pair(
@@ -221,24 +294,12 @@ pub fn diff_pair(
     let (Some(ia), Some(ib)) = (a.info(pair.a), b.info(pair.b)) else {
         return Ok(None);
     };
-    let mut out = TensorDiff {
-        name: ib.name().to_owned(),
-        name_a: (ia.name() != ib.name()).then(|| ia.name().to_owned()),
-        status: Status::Identical,
-        dtype_a: ia.dtype(),
-        dtype_b: ib.dtype(),
-        shape_a: ia.shape().to_vec(),
-        shape_b: ib.shape().to_vec(),
-        max_abs_diff: None,
-        mean_abs_diff: None,
-        rms_diff: None,
-        rel_l2: None,
-        cosine: None,
-        changed_elements: None,
-        changed_fraction: None,
-        nan_mismatches: None,
-        delta_log2_histogram: None,
-    };
+    let mut out = identical(
+        ib.name(),
+        (ia.name() != ib.name()).then(|| ia.name().to_owned()),
+        (ia.dtype(), ia.shape().to_vec()),
+        (ib.dtype(), ib.shape().to_vec()),
+    );
     if ia.shape() != ib.shape() {
         out.status = Status::ShapeChanged;
         progress.add(ia.nbytes() + ib.nbytes());
@@ -272,42 +333,7 @@ pub fn diff_pair(
         cancel,
         progress,
     )?;
-    let n = acc.n_finite;
-    let fin = |x: f64| x.is_finite().then_some(x);
-    if n > 0 {
-        out.max_abs_diff = fin(acc.max_abs);
-        out.mean_abs_diff = fin(acc.sum_abs / n as f64);
-        out.rms_diff = fin((acc.sum_sq / n as f64).sqrt());
-        let norm_a = acc.sum_aa.sqrt();
-        let norm_b = acc.sum_bb.sqrt();
-        out.rel_l2 = if norm_a > 0.0 {
-            fin(acc.sum_sq.sqrt() / norm_a)
-        } else if acc.sum_sq == 0.0 {
-            Some(0.0)
-        } else {
-            None
-        };
-        out.cosine = (norm_a > 0.0 && norm_b > 0.0)
-            .then(|| (acc.sum_ab / (norm_a * norm_b)).clamp(-1.0, 1.0));
-    }
-    out.changed_elements = Some(acc.changed);
-    out.changed_fraction = (ia.numel() > 0).then(|| acc.changed as f64 / ia.numel() as f64);
-    out.nan_mismatches = Some(acc.mismatches);
-    out.delta_log2_histogram = Some(DeltaLog2Histogram {
-        exponents: (0..acc.log2.len())
-            .filter(|&i| acc.log2[i] > 0)
-            .map(|i| i as i32 - LOG2_OFFSET)
-            .collect(),
-        counts: acc.log2.iter().copied().filter(|&c| c > 0).collect(),
-        zeros: acc.zeros,
-    });
-    out.status = if ia.dtype() != ib.dtype() {
-        Status::DtypeChanged
-    } else if acc.changed == 0 {
-        Status::Equal
-    } else {
-        Status::Changed
-    };
+    finish(&mut out, &acc, ia.numel(), ia.dtype() != ib.dtype());
     Ok(Some(out))
 }
 

@@ -1,0 +1,238 @@
+//! Diffs where one side or both are quantized (QUANT.md §8.7): each side's
+//! decoded logical tensors take the place of their parts, named by their
+//! logical name, so a quantized checkpoint meets its original weight by
+//! weight (`<m>.qweight` + `<m>.scales` … against `<m>.weight`), and two
+//! quantizations of one model meet each other. Values are compared as the
+//! plain pass compares them, in f64, decoded chunk by chunk.
+
+use std::collections::{BTreeSet, HashMap};
+
+use rayon::prelude::*;
+
+use super::values::{Acc, finish, identical};
+use super::{
+    CHUNK_ELEMENTS, DiffError, DiffOptions, DiffReport, Pair, Side, Status, TensorDiff,
+    diff_metadata, diff_pair, match_key, metadata_of, summarize,
+};
+use crate::dtype::Dtype;
+use crate::dtype::decode::decode_f64;
+use crate::format::{Checkpoint, TensorRef};
+use crate::jobs::{CancelToken, Cancelled, Progress};
+use crate::quant::{Dequantizer, LogicalTensor, Quantization};
+
+/// One side's comparable thing: a stored tensor, or a decoded logical one.
+#[derive(Clone, Copy)]
+enum Item<'a> {
+    Stored(TensorRef),
+    Logical(&'a LogicalTensor),
+}
+
+/// A side's items in file order, with their names: a decoded logical
+/// tensor at the place of its first part, its parts left out.
+fn items<'a>(ck: &'a Checkpoint, q: Option<&'a Quantization>) -> Vec<(String, Item<'a>)> {
+    let mut out = Vec::with_capacity(ck.tensors().len());
+    let mut seen = BTreeSet::new();
+    for (t, info) in ck.entries() {
+        match q.and_then(|q| q.owner_index(t).map(|i| (i, q))) {
+            Some((i, q)) => {
+                let Some(lt) = q.tensors().get(i) else {
+                    continue;
+                };
+                if lt.status() != crate::quant::Status::Decoded {
+                    out.push((info.name().to_owned(), Item::Stored(t)));
+                } else if seen.insert(i) {
+                    out.push((lt.name().to_owned(), Item::Logical(lt)));
+                }
+            }
+            None => out.push((info.name().to_owned(), Item::Stored(t))),
+        }
+    }
+    out
+}
+
+/// A source of f64 values for the comparison.
+enum Values<'a> {
+    Stored { dtype: Dtype, bytes: &'a [u8] },
+    Logical(Dequantizer<'a>),
+}
+
+impl Values<'_> {
+    fn decode(
+        &self,
+        first: u64,
+        out: &mut [f64],
+        scratch: &mut [f32],
+        options: &DiffOptions,
+    ) -> usize {
+        match self {
+            Values::Stored { dtype, bytes } => {
+                decode_f64(*dtype, bytes, first, out, options.bit_order)
+            }
+            Values::Logical(dq) => {
+                let n = out.len().min(scratch.len());
+                let got = dq.values(first, &mut scratch[..n]);
+                for (o, v) in out.iter_mut().zip(&scratch[..got]) {
+                    *o = f64::from(*v);
+                }
+                got
+            }
+        }
+    }
+}
+
+/// Facts of an item: dtype (the value dtype of a logical tensor), shape,
+/// bytes read, and its values.
+fn facts<'a>(ck: &'a Checkpoint, item: Item<'a>) -> Option<(Dtype, Vec<u64>, u64, Values<'a>)> {
+    match item {
+        Item::Stored(t) => {
+            let info = ck.info(t)?;
+            Some((
+                info.dtype(),
+                info.shape().to_vec(),
+                info.nbytes(),
+                Values::Stored {
+                    dtype: info.dtype(),
+                    bytes: ck.bytes(t),
+                },
+            ))
+        }
+        Item::Logical(lt) => {
+            let dq = Dequantizer::new(ck, lt)?;
+            Some((
+                lt.value_dtype(),
+                lt.shape().to_vec(),
+                lt.stored_bytes(ck),
+                Values::Logical(dq),
+            ))
+        }
+    }
+}
+
+/// Compares one pair of items.
+fn compare(
+    a: &Checkpoint,
+    b: &Checkpoint,
+    (name_a, ia): &(String, Item<'_>),
+    (name_b, ib): &(String, Item<'_>),
+    options: &DiffOptions,
+    cancel: &CancelToken,
+    progress: &Progress,
+) -> Result<Option<TensorDiff>, Cancelled> {
+    if let (Item::Stored(ta), Item::Stored(tb)) = (ia, ib) {
+        return diff_pair(a, b, Pair { a: *ta, b: *tb }, options, cancel, progress);
+    }
+    let (Some((da, sa, na, va)), Some((db, sb, nb, vb))) = (facts(a, *ia), facts(b, *ib)) else {
+        return Ok(None);
+    };
+    let mut out = identical(
+        name_b,
+        (name_a != name_b).then(|| name_a.clone()),
+        (da, sa.clone()),
+        (db, sb.clone()),
+    );
+    out.dequantized = Some(match (ia, ib) {
+        (Item::Logical(_), Item::Logical(_)) => "both",
+        (Item::Logical(_), _) => "a",
+        _ => "b",
+    });
+    if sa != sb || (da == Dtype::C64) != (db == Dtype::C64) {
+        out.status = if sa == sb {
+            Status::DtypeChanged
+        } else {
+            Status::ShapeChanged
+        };
+        progress.add(na + nb);
+        return Ok(Some(out));
+    }
+    let numel: u64 = sa.iter().product();
+    let mut acc = Acc::default();
+    let mut xa = vec![0f64; CHUNK_ELEMENTS];
+    let mut xb = vec![0f64; CHUNK_ELEMENTS];
+    let mut scratch = vec![0f32; CHUNK_ELEMENTS];
+    let mut first = 0u64;
+    while first < numel {
+        cancel.check()?;
+        let n = usize::try_from(numel - first)
+            .unwrap_or(CHUNK_ELEMENTS)
+            .min(CHUNK_ELEMENTS);
+        let ga = va.decode(first, &mut xa[..n], &mut scratch, options);
+        let gb = vb.decode(first, &mut xb[..n], &mut scratch, options);
+        let got = ga.min(gb);
+        if got == 0 {
+            break;
+        }
+        for k in 0..got {
+            acc.real(xa[k], xb[k], options.atol, options.rtol);
+        }
+        first += got as u64;
+    }
+    progress.add(na + nb);
+    // A dequantized weight and its original differ in dtype by design.
+    finish(&mut out, &acc, numel, false);
+    Ok(Some(out))
+}
+
+/// [`super::diff`] with the quantized weights of `qa` and `qb` compared as
+/// their logical tensors.
+pub(super) fn diff_dequant(
+    a: &Checkpoint,
+    qa: Option<&Quantization>,
+    b: &Checkpoint,
+    qb: Option<&Quantization>,
+    options: &DiffOptions,
+    cancel: &CancelToken,
+    progress: &Progress,
+) -> Result<DiffReport, DiffError> {
+    let items_a = items(a, qa);
+    let items_b = items(b, qb);
+    let mut in_a: HashMap<String, usize> = HashMap::with_capacity(items_a.len());
+    for (i, (name, _)) in items_a.iter().enumerate() {
+        in_a.insert(match_key(name, options, Side::A), i);
+    }
+    let mut pairs = Vec::new();
+    let mut only_in_b = Vec::new();
+    let mut matched = BTreeSet::new();
+    for (j, (name, _)) in items_b.iter().enumerate() {
+        let key = match_key(name, options, Side::B);
+        match in_a.get(&key) {
+            Some(&i) => {
+                pairs.push((i, j));
+                matched.insert(i);
+            }
+            None => only_in_b.push(name.clone()),
+        }
+    }
+    let mut only_in_a: Vec<String> = items_a
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !matched.contains(i))
+        .map(|(_, (n, _))| n.clone())
+        .collect();
+    only_in_a.sort();
+    only_in_b.sort();
+    let bytes = |ck: &Checkpoint, item: &Item<'_>| match item {
+        Item::Stored(t) => ck.info(*t).map_or(0, crate::TensorInfo::nbytes),
+        Item::Logical(lt) => lt.stored_bytes(ck),
+    };
+    let total: u64 = pairs
+        .iter()
+        .map(|&(i, j)| bytes(a, &items_a[i].1) + bytes(b, &items_b[j].1))
+        .sum();
+    progress.set_total(total);
+    let results: Vec<Option<TensorDiff>> = pairs
+        .par_iter()
+        .map(|&(i, j)| compare(a, b, &items_a[i], &items_b[j], options, cancel, progress))
+        .collect::<Result<_, Cancelled>>()?;
+    a.check_all_unchanged()?;
+    b.check_all_unchanged()?;
+    let tensors: Vec<TensorDiff> = results.into_iter().flatten().collect();
+    let metadata = diff_metadata(&metadata_of(a), &metadata_of(b));
+    let summary = summarize(&tensors, only_in_a.len(), only_in_b.len(), &metadata);
+    Ok(DiffReport {
+        only_in_a,
+        only_in_b,
+        tensors,
+        metadata,
+        summary,
+    })
+}

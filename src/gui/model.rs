@@ -162,6 +162,53 @@ pub fn name_ranks(ck: &Checkpoint) -> Vec<u32> {
     ranks
 }
 
+/// A quantized checkpoint's logical tensors, seen from the table: the row
+/// of a logical tensor's first part stands for it, its other parts are
+/// folded beneath (not listed).
+#[derive(Debug)]
+pub struct QuantRows {
+    /// What was detected.
+    pub quant: crate::quant::Quantization,
+    /// Per table row (position in `ck.tensors`): the logical tensor it is a
+    /// part of, and whether it is the part whose row stands for it.
+    of: Vec<Option<(u32, bool)>>,
+}
+
+impl QuantRows {
+    /// The rows of a checkpoint's quantization.
+    pub fn new(ck: &Checkpoint, quant: crate::quant::Quantization) -> Self {
+        let mut of = vec![None; ck.tensors().len()];
+        let mut has_lead = vec![false; quant.tensors().len()];
+        for (i, t) in ck.tensors().iter().enumerate() {
+            if let Some(l) = quant.owner_index(*t) {
+                let lead = !has_lead[l];
+                has_lead[l] = true;
+                of[i] = Some((u32::try_from(l).unwrap_or(u32::MAX), lead));
+            }
+        }
+        Self { quant, of }
+    }
+
+    /// The logical tensor row `index` stands for.
+    pub fn logical_at(&self, index: usize) -> Option<&crate::quant::LogicalTensor> {
+        match self.of.get(index).copied().flatten() {
+            Some((l, true)) => self.quant.tensors().get(l as usize),
+            _ => None,
+        }
+    }
+
+    /// True for a part folded under its logical tensor's row.
+    pub fn folded(&self, index: usize) -> bool {
+        matches!(self.of.get(index).copied().flatten(), Some((_, false)))
+    }
+
+    /// The name row `index` shows: its logical tensor's, or its own.
+    pub fn name<'a>(&'a self, index: usize, stored: &'a str) -> &'a str {
+        self.logical_at(index)
+            .map_or(stored, crate::quant::LogicalTensor::name)
+    }
+}
+
 /// The rows shown: indices into `ck.tensors`, filtered and sorted.
 /// `name_rank` comes from [`name_ranks`].
 pub fn visible_rows(
@@ -171,12 +218,16 @@ pub fn visible_rows(
     dtype: Option<Dtype>,
     sort: Option<(Column, Direction)>,
     scan: &dyn Fn(usize) -> Option<ScanFigures>,
+    quant: Option<&QuantRows>,
 ) -> Vec<usize> {
     let infos: Vec<&TensorInfo> = ck.entries().map(|(_, i)| i).collect();
     let mut rows: Vec<usize> = (0..infos.len())
         .filter(|&i| {
             let info = infos[i];
-            dtype.is_none_or(|d| info.dtype() == d) && filter.matches(info.name())
+            let name = quant.map_or(info.name(), |q| q.name(i, info.name()));
+            !quant.is_some_and(|q| q.folded(i))
+                && dtype.is_none_or(|d| info.dtype() == d)
+                && filter.matches(name)
         })
         .collect();
     let Some((column, direction)) = sort else {

@@ -53,7 +53,18 @@ pub fn tensor_stats(
         bit_order: key.order,
         ..StatsOptions::default()
     };
-    on_job_pool(|| stats::tensor_stats(ck, tensor, &options, cancel, progress))
+    on_job_pool(|| {
+        // A quantized weight's row asks for the statistics of its true
+        // values, never of its packed codes.
+        if key.dequant
+            && let Some(q) = crate::quant::detect(ck)
+            && let Some(lt) = q.owner(tensor)
+            && let Some(l) = stats::logical_stats(ck, lt, &options, cancel, progress)?
+        {
+            return Ok(l.stats);
+        }
+        stats::tensor_stats(ck, tensor, &options, cancel, progress)
+    })
 }
 
 fn figures_of(v: &stats::ValueStats) -> ScanFigures {

@@ -20,15 +20,40 @@ use crate::dtype::Dtype;
 use crate::dtype::decode::code_table_f32;
 use crate::format::{Checkpoint, TensorRef};
 
+/// bitsandbytes' `7.874015718698502e-3` (1/127) as the f32 torch uses.
+const BNB_INV_127: f32 = 7.874_015_718_698_502e-3_f64 as f32;
+
 /// AWQ's nibble of output column `8c + j` (`AWQ_REVERSE_ORDER`).
 const AWQ_NIBBLE: [u32; 8] = [0, 4, 1, 5, 2, 6, 3, 7];
 
-/// Rounds an exactly computed value to the dtype a library computes in.
+/// Rounds an exactly computed value to the dtype a library computes in,
+/// once, to nearest even. (`half`'s `from_f64` drops low bits before it
+/// rounds, so it is not used: the value goes to f32 rounded to odd, which
+/// keeps enough bits for the second rounding to be the correct one.)
 fn round_to(dtype: Dtype, x: f64) -> f32 {
     match dtype {
-        Dtype::F16 => f16::from_f64(x).to_f32(),
-        Dtype::BF16 => bf16::from_f64(x).to_f32(),
+        Dtype::F16 => f16::from_f32(to_f32_odd(x)).to_f32(),
+        Dtype::BF16 => bf16::from_f32(to_f32_odd(x)).to_f32(),
         _ => x as f32,
+    }
+}
+
+/// `x` as f32 rounded to odd: truncated toward zero, with the last bit set
+/// when anything was dropped.
+fn to_f32_odd(x: f64) -> f32 {
+    let f = x as f32;
+    if !f.is_finite() || f64::from(f) == x {
+        return f;
+    }
+    let t = if f64::from(f).abs() > x.abs() {
+        f32::from_bits(f.to_bits() - 1)
+    } else {
+        f
+    };
+    if f64::from(t) == x {
+        t
+    } else {
+        f32::from_bits(t.to_bits() | 1)
     }
 }
 
@@ -419,8 +444,9 @@ impl<'a> Dequantizer<'a> {
                         None => (f64::from(byte as i8), i32::from(byte as i8)),
                     };
                     let v = if per_127 {
-                        // bitsandbytes int8_vectorwise_dequant, in f32.
-                        (c as f32 * s as f32) * (1.0f32 / 127.0)
+                        // bitsandbytes int8_vectorwise_dequant, in f32:
+                        // A * SCB * 7.874015718698502e-3.
+                        (c as f32 * s as f32) * BNB_INV_127
                     } else {
                         round_to(vd, (c - z) * s)
                     };
@@ -572,5 +598,21 @@ mod tests {
     fn rounds_once() {
         assert_eq!(round_to(Dtype::F16, 1.0 + 2f64.powi(-11)), 1.0);
         assert_eq!(round_to(Dtype::BF16, 3.0), 3.0);
+        // Just above the midpoint: a rounding through the nearest f32 would
+        // land on the midpoint and go to even (1.0).
+        assert_eq!(
+            round_to(Dtype::BF16, 1.0 + 2f64.powi(-8) + 2f64.powi(-30)),
+            1.007_812_5
+        );
+        assert_eq!(
+            round_to(Dtype::F16, 1.0 + 2f64.powi(-11) + 2f64.powi(-40)),
+            1.0 + 2f32.powi(-10)
+        );
+        assert_eq!(
+            round_to(Dtype::F16, -(1.0 + 2f64.powi(-11) + 2f64.powi(-40))),
+            -(1.0 + 2f32.powi(-10))
+        );
+        assert_eq!(round_to(Dtype::F16, 1e6), f32::INFINITY);
+        assert!(round_to(Dtype::BF16, f64::NAN).is_nan());
     }
 }

@@ -12,6 +12,7 @@ mod hostile;
 mod kinds;
 mod oracle;
 mod props;
+mod quant;
 mod quant_oracle;
 mod resave;
 mod shards;

@@ -11,6 +11,7 @@ mod diff_table;
 mod error_pane;
 mod heatmap;
 mod picker;
+mod quant;
 mod side;
 mod stats;
 mod table;

@@ -94,11 +94,13 @@ pub fn stats_ui(
     view: &mut ViewState,
     index: usize,
     dtype: Dtype,
+    dequant: bool,
     out: &mut Vec<Command>,
 ) {
     let key = StatsKey {
         index,
         order: view.f6_order,
+        dequant,
     };
     let task = &tensor.stats;
     if task.wants(&key) {

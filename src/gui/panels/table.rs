@@ -8,7 +8,7 @@ use egui_extras::{Column as TableColumn, TableBuilder};
 use crate::dtype::Dtype;
 use crate::format::Checkpoint;
 use crate::gui::command::Command;
-use crate::gui::model::{Column, Direction, ScanFigures, TreeRow};
+use crate::gui::model::{Column, Direction, QuantRows, ScanFigures, TreeRow};
 use crate::gui::safe_text;
 use crate::gui::state::{SelectMode, Tab, TableState, ViewState};
 use crate::text::{fmt_opt, fmt_shape, human_bytes};
@@ -49,6 +49,7 @@ pub fn table_panel_ui(
 
     let cells = Cells {
         ck,
+        quant: tab.load.value().and_then(|l| l.quant.as_ref()),
         scan: tab.tensor.scan.as_ref().map(|s| s.figures.as_slice()),
         tree_mode: tree_view,
         modifiers: ui.input(|i| i.modifiers),
@@ -67,12 +68,24 @@ pub fn table_panel_ui(
                 .sense(egui::Sense::click())
                 .cell_layout(egui::Layout::left_to_right(egui::Align::Center))
                 .column(TableColumn::initial(220.0).at_least(120.0).clip(true));
+            // A scheme's name ("GPTQ int4 g128 act-order") can be longer
+            // than a dtype's: the column fits the longest.
+            let label_chars = cells.quant.map_or(0, |q| {
+                q.quant
+                    .tensors()
+                    .iter()
+                    .map(|t| t.label().chars().count())
+                    .max()
+                    .unwrap_or(0)
+            });
             for (c, _) in &columns[1..] {
-                builder = builder.column(
-                    TableColumn::initial(initial_width(*c))
-                        .at_least(40.0)
-                        .clip(true),
-                );
+                let width = match c {
+                    Column::Dtype => {
+                        (label_chars as f32 * 7.5 + 12.0).clamp(initial_width(*c), 200.0)
+                    }
+                    c => initial_width(*c),
+                };
+                builder = builder.column(TableColumn::initial(width).at_least(40.0).clip(true));
             }
             if let Some(row) = scroll_to {
                 builder = builder.scroll_to_row(row, None);
@@ -224,6 +237,8 @@ fn group_row_ui(
 /// What every tensor row reads.
 struct Cells<'a> {
     ck: &'a Checkpoint,
+    /// The quantized weights: a logical tensor's row shows its facts.
+    quant: Option<&'a QuantRows>,
     /// Scan figures per tensor, once a scan started.
     scan: Option<&'a [Option<ScanFigures>]>,
     /// Rows show the last part of the name under their group.
@@ -246,6 +261,10 @@ impl Cells<'_> {
             return;
         };
         row.set_selected(table.selection.contains(&index));
+        if let Some(lt) = self.quant.and_then(|q| q.logical_at(index)) {
+            self.logical_row_ui(row, index, depth, lt, out);
+            return;
+        }
         row.col(|ui| {
             ui.add_space(depth as f32 * 14.0);
             let shown = if self.tree_mode {
@@ -296,6 +315,102 @@ impl Cells<'_> {
                         .selectable(false),
                 );
             });
+        }
+        if row.response().clicked() {
+            let mode = if self.modifiers.shift {
+                SelectMode::Range
+            } else if self.modifiers.command {
+                SelectMode::Toggle
+            } else {
+                SelectMode::Replace
+            };
+            out.push(Command::Select { index, mode });
+        }
+    }
+}
+
+impl Cells<'_> {
+    /// The row of a quantized weight: its logical name, scheme, logical
+    /// shape and the bytes of its parts; the parts on hover.
+    fn logical_row_ui(
+        &self,
+        row: &mut egui_extras::TableRow<'_, '_>,
+        index: usize,
+        depth: usize,
+        lt: &crate::quant::LogicalTensor,
+        out: &mut Vec<Command>,
+    ) {
+        let ck = self.ck;
+        let parts = lt
+            .parts()
+            .iter()
+            .map(|(role, t)| {
+                let name = ck.info(*t).map_or("", |i| i.name());
+                format!("{role}: {}", safe_text(name, 300))
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        row.col(|ui| {
+            ui.add_space(depth as f32 * 14.0);
+            let shown = if self.tree_mode {
+                lt.name().rsplit('.').next().unwrap_or(lt.name())
+            } else {
+                lt.name()
+            };
+            ui.add(
+                egui::Label::new(safe_text(shown, 300))
+                    .truncate()
+                    .selectable(false),
+            )
+            .on_hover_text(format!(
+                "{}\n{} parts:\n{parts}",
+                safe_text(lt.name(), 2000),
+                lt.parts().len()
+            ));
+        });
+        row.col(|ui| {
+            let text = egui::RichText::new(safe_text(lt.label(), 100)).monospace();
+            let text = match lt.status() {
+                crate::quant::Status::Decoded => text.color(ui.visuals().hyperlink_color),
+                _ => text.color(ui.visuals().warn_fg_color),
+            };
+            ui.add(egui::Label::new(text).truncate().selectable(false))
+                .on_hover_text(match lt.status() {
+                    crate::quant::Status::Decoded => format!("quantized: {}", lt.label()),
+                    s => format!("{s}: {}", safe_text(lt.message(), 2000)),
+                });
+        });
+        row.col(|ui| {
+            ui.add(
+                egui::Label::new(fmt_shape(lt.shape()))
+                    .truncate()
+                    .selectable(false),
+            );
+        });
+        row.col(|ui| {
+            ui.label(lt.numel().to_string());
+        });
+        let bytes = lt.stored_bytes(ck);
+        row.col(|ui| {
+            ui.label(human_bytes(bytes))
+                .on_hover_text(format!("{bytes} bytes in {} parts", lt.parts().len()));
+        });
+        if self.scan.is_some() {
+            // The scan reads stored tensors: its figures of packed codes
+            // are not this weight's values.
+            for _ in 0..4 {
+                row.col(|ui| {
+                    ui.weak("—").on_hover_text(
+                        "A quantized weight: select it for the statistics of its true values",
+                    );
+                });
+            }
+        }
+        row.col(|ui| {
+            ui.weak(format!("{} parts", lt.parts().len()));
+        });
+        if ck.is_sharded() {
+            row.col(|_| {});
         }
         if row.response().clicked() {
             let mode = if self.modifiers.shift {

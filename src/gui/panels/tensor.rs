@@ -38,13 +38,36 @@ pub fn tensor_view_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &
         view.values_tensor = Some(index);
         view.value_start = 0;
         view.jump_text.clear();
+        view.raw_part = None;
     }
+    let lead = loaded.quant.as_ref().and_then(|q| q.logical_at(index));
+    if let (Some(lt), None) = (lead, view.raw_part) {
+        super::quant::logical_view_ui(ui, tab, view, index, ck, lt, out);
+        return;
+    }
+    // A part of a quantized weight, opened from its parts list.
+    let (index, tref, info) = match view.raw_part.and_then(|p| ck.entry(p).map(|e| (p, e))) {
+        Some((p, (t, i))) => {
+            if ui
+                .button("⏴ Back to the quantized weight")
+                .on_hover_text(safe_text(lead.map_or("", |l| l.name()), 500))
+                .clicked()
+            {
+                view.raw_part = None;
+            }
+            ui.weak(
+                "A stored part of a quantized weight: its packed codes, not the weight's values.",
+            );
+            (p, t, i)
+        }
+        None => (index, tref, info),
+    };
     facts_ui(ui, ck, index, info);
     ui.separator();
     section_row_ui(ui, view, info.dtype());
     ui.add_space(4.0);
     match view.section {
-        Section::Stats => stats::stats_ui(ui, &tab.tensor, view, index, info.dtype(), out),
+        Section::Stats => stats::stats_ui(ui, &tab.tensor, view, index, info.dtype(), false, out),
         Section::Values => {
             // The grid reads the map as it draws: a file cut short reads as
             // zeros there, which must not pass for its values.
@@ -153,7 +176,7 @@ fn facts_ui(ui: &mut egui::Ui, ck: &Checkpoint, index: usize, info: &TensorInfo)
 }
 
 /// Splits a flat index into a multi-index of `shape`.
-fn unravel(mut flat: u64, shape: &[u64]) -> Vec<u64> {
+pub(super) fn unravel(mut flat: u64, shape: &[u64]) -> Vec<u64> {
     let mut out = vec![0; shape.len()];
     for (i, &d) in shape.iter().enumerate().rev() {
         if d > 0 {

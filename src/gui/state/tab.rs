@@ -11,8 +11,8 @@ use super::tensor::TensorState;
 use crate::dtype::Dtype;
 use crate::format::{Checkpoint, LoadError};
 use crate::gui::model::{
-    Column, Direction, DtypeTotals, NameFilter, TreeRow, dtype_totals, name_ranks, tree_rows,
-    visible_rows,
+    Column, Direction, DtypeTotals, NameFilter, QuantRows, TreeRow, dtype_totals, name_ranks,
+    tree_rows, visible_rows,
 };
 use crate::gui::task::Task;
 
@@ -28,6 +28,8 @@ pub struct Loaded {
     pub name_rank: Vec<u32>,
     /// The `__metadata__` entries (the index's for a sharded model), sorted.
     pub metadata: Vec<MetaEntry>,
+    /// The quantized weights, when the checkpoint has any.
+    pub quant: Option<QuantRows>,
 }
 
 impl Loaded {
@@ -40,11 +42,13 @@ impl Loaded {
             .into_iter()
             .map(|(key, value)| MetaEntry::new(key, value))
             .collect();
+        let quant = crate::quant::detect(&ck).map(|q| QuantRows::new(&ck, q));
         Self {
             ck: Arc::new(ck),
             totals,
             name_rank,
             metadata,
+            quant,
         }
     }
 }
@@ -261,6 +265,7 @@ impl Tab {
             self.table.dtype,
             self.table.sort,
             &lookup,
+            loaded.quant.as_ref(),
         );
         self.table.tree = if tree_view {
             tree_rows(&loaded.ck, &self.table.rows, &self.table.expanded)

@@ -26,6 +26,9 @@ pub struct StatsKey {
     pub index: usize,
     /// Only F6 tensors depend on it.
     pub order: BitOrder,
+    /// A quantized weight's row: the statistics of its decoded values (of
+    /// the logical tensor the tensor is a part of), not of the part.
+    pub dequant: bool,
 }
 
 /// What a heatmap is of: the tensor and the request (axes, pooling, size).
@@ -227,6 +230,9 @@ pub struct ViewState {
     pub heat_texture: Option<(HeatKey, egui::TextureHandle)>,
     /// The tensor the value grid's page belongs to (page one for another).
     pub values_tensor: Option<usize>,
+    /// A stored part of the selected quantized weight, opened from its
+    /// parts list: the view shows it as stored, not the weight's values.
+    pub raw_part: Option<usize>,
     /// Give the filter box focus next frame (Ctrl+F).
     pub focus_filter: bool,
     /// Scroll the table to this row position next frame.
@@ -256,6 +262,7 @@ impl Default for ViewState {
             heat_tensor: None,
             heat_texture: None,
             values_tensor: None,
+            raw_part: None,
             focus_filter: false,
             scroll_to: None,
             show_layer_chart: true,

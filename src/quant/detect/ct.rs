@@ -175,12 +175,20 @@ pub(super) fn pack(cx: &Context<'_>, m: &Module<'_>) -> Option<LogicalTensor> {
             None
         }
         Some(z) => match dims2(z) {
-            Some((zr, zc)) if zc == sc && zr == (n * u64::from(bits)).div_ceil(32) => {
+            // Packed down N as the weights are packed: densely, or (before
+            // 0.17) 32/b codes per word.
+            Some((zr, zc))
+                if zc == sc
+                    && zr
+                        == if dense {
+                            (n * u64::from(bits)).div_ceil(32)
+                        } else {
+                            n.div_ceil(u64::from(32 / bits))
+                        } =>
+            {
                 Some((z.t, true))
             }
-            Some((zr, zc)) if zc == sc && zr == n && zr != (n * u64::from(bits)).div_ceil(32) => {
-                Some((z.t, false))
-            }
+            Some((zr, zc)) if zc == sc && zr == n => Some((z.t, false)),
             _ => {
                 return Some(found.inconsistent(format!(
                     "weight_zero_point has the wrong shape: {} (scales {})",

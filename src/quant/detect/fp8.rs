@@ -176,7 +176,7 @@ pub(super) fn scaled(cx: &Context<'_>, m: &Module<'_>) -> Option<LogicalTensor> 
         None => None,
     };
     let mut found = found
-        .group((grid.rows == 1 && grid.width < k).then_some(grid.width))
+        .group((grid.width < k).then_some(grid.width))
         .zero(if zero.is_some() {
             ZeroPoint::Stored
         } else {
@@ -185,9 +185,11 @@ pub(super) fn scaled(cx: &Context<'_>, m: &Module<'_>) -> Option<LogicalTensor> 
         .value_dtype(round_dtype(scale_dtype));
     found.lt.label = if int8 {
         int_label("CT", 8, found.lt.group_size)
-    } else if mx {
+    } else if scale.dtype() == Dtype::U8 {
         found.lt.scheme = Scheme::Mxfp8;
         "MXFP8".into()
+    } else if mx {
+        format!("FP8 {how} (ue8m0)")
     } else {
         let e = if matches!(code, Dtype::F8E5M2 | Dtype::F8E5M2Fnuz) {
             "FP8 E5M2"

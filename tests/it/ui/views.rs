@@ -2,6 +2,7 @@
 //! scan) and the diff view of two files.
 
 use egui_kittest::kittest::Queryable;
+use tensorscope::gui::model::Column;
 use tensorscope::gui::{Command, State};
 
 use super::{file_menu, harness, no_dialog, open, settle, shows_a_checkpoint, table_order};
@@ -12,12 +13,22 @@ fn tensor_view_stats_histograms_values_heatmap_and_scan() {
     h.run_steps(1);
     h.get_by_label("Open demo checkpoint").click();
     settle(&mut h);
-    // Select an FP8 tensor: statistics are computed by a job.
+    // Select the FP8 weight with per-row scales: a quantized weight, whose
+    // row and view show its true values (statistics computed by a job).
     h.get_by_label("model.layers.0.mlp.up_proj.weight").click();
     settle(&mut h);
-    // The count (128 × 64) shows in the table, the facts and the statistics.
+    assert!(h.query_all_by_label("FP8 per-channel").count() >= 2);
+    h.get_by_label_contains("Statistics of the dequantized values");
     h.get_by_label("count");
+    // The count (128 × 64) shows in the table, the facts and the statistics.
     assert!(h.query_all_by_label("8192").count() >= 3);
+    // Its stored FP8 part, opened from the parts list, shows as stored.
+    h.get_by_label_contains("Quantization: 2 parts").click();
+    h.run_steps(2);
+    h.get_by_label("Open weight").click();
+    settle(&mut h);
+    h.get_by_label("⏴ Back to the quantized weight");
+    h.get_by_label("count");
     h.get_by_label("mean");
     h.get_by_label("p50");
     // Each histogram draws.
@@ -41,9 +52,14 @@ fn tensor_view_stats_histograms_values_heatmap_and_scan() {
     h.get_by_label("Scan whole file").click();
     settle(&mut h);
     h.get_by_label_contains("tensors with NaN/Inf");
-    h.get_by_label("NaN/Inf").click();
+    // Sort by NaN/Inf. Its header starts under the side panel at this
+    // window size (the dtype column is wide enough for the quantized
+    // weights' scheme names), so the sort is asked for as its click would.
+    h.get_by_label("NaN/Inf");
+    h.state_mut().send(Command::SortBy(Column::NonFinite));
     h.run_steps(2);
-    h.get_by_label("NaN/Inf ⏶").click();
+    h.get_by_label("NaN/Inf ⏶");
+    h.state_mut().send(Command::SortBy(Column::NonFinite));
     h.run_steps(2);
     h.get_by_label("NaN/Inf ⏷");
     // The layer norm with the NaN and the Inf is now the first row.

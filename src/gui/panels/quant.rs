@@ -1,0 +1,222 @@
+//! The tensor view of a quantized weight: its scheme and parts, the
+//! statistics and histograms of its true (dequantized) values, and a value
+//! grid with each element's code beside its value. A weight that is
+//! recognized but not decoded, or inconsistent, says so with the evidence
+//! and shows no values: its parts hold packed codes.
+
+use eframe::egui;
+
+use super::stats;
+use super::tensor::unravel;
+use crate::format::Checkpoint;
+use crate::gui::command::Command;
+use crate::gui::safe_text;
+use crate::gui::state::{Section, Tab, ViewState};
+use crate::quant::{Dequantizer, LogicalTensor, Status};
+use crate::text::{fmt_shape, fmt_value, human_bytes};
+
+/// Values per page of the grid.
+const PAGE: u64 = super::tensor::PAGE_SIZE;
+
+/// Draws the view of logical tensor `lt`, whose row is `index`.
+pub fn logical_view_ui(
+    ui: &mut egui::Ui,
+    tab: &Tab,
+    view: &mut ViewState,
+    index: usize,
+    ck: &Checkpoint,
+    lt: &LogicalTensor,
+    out: &mut Vec<Command>,
+) {
+    facts_ui(ui, ck, lt, view);
+    ui.separator();
+    if lt.status() != Status::Decoded {
+        ui.colored_label(
+            ui.visuals().warn_fg_color,
+            format!("{}: {}", lt.status(), safe_text(lt.message(), 2000)),
+        );
+        ui.weak("Its parts hold packed codes, which are not its values: none are shown.");
+        return;
+    }
+    ui.horizontal(|ui| {
+        ui.selectable_value(&mut view.section, Section::Stats, "Statistics");
+        ui.selectable_value(&mut view.section, Section::Values, "Values");
+        ui.selectable_value(&mut view.section, Section::Heatmap, "Heatmap");
+    });
+    ui.add_space(4.0);
+    match view.section {
+        Section::Stats => {
+            ui.weak("Statistics of the dequantized values, as the writing library computes them.");
+            stats::stats_ui(ui, &tab.tensor, view, index, lt.value_dtype(), true, out);
+        }
+        Section::Values => values_ui(ui, view, ck, lt),
+        Section::Heatmap => {
+            ui.weak("The heatmap of a quantized weight's values is not drawn yet: see Statistics and Values.");
+        }
+    }
+}
+
+fn facts_ui(ui: &mut egui::Ui, ck: &Checkpoint, lt: &LogicalTensor, view: &mut ViewState) {
+    ui.add(
+        egui::Label::new(
+            egui::RichText::new(safe_text(lt.name(), 500))
+                .strong()
+                .size(15.0),
+        )
+        .wrap(),
+    );
+    egui::Grid::new("quant_facts")
+        .num_columns(4)
+        .spacing([10.0, 2.0])
+        .show(ui, |ui| {
+            ui.weak("scheme");
+            ui.monospace(safe_text(lt.label(), 100));
+            ui.weak("status");
+            ui.label(lt.status().id());
+            ui.end_row();
+            ui.weak("shape");
+            ui.monospace(fmt_shape(lt.shape()));
+            ui.weak("elements");
+            ui.label(lt.numel().to_string());
+            ui.end_row();
+            ui.weak("bits");
+            ui.label(lt.bits().to_string());
+            ui.weak("group");
+            ui.label(
+                lt.group_size()
+                    .map_or("per channel / tensor".into(), |g| g.to_string()),
+            );
+            ui.end_row();
+            ui.weak("zero point");
+            ui.label(lt.zero_point().id());
+            ui.weak("values in");
+            ui.monospace(lt.value_dtype().name());
+            ui.end_row();
+            let bytes = lt.stored_bytes(ck);
+            ui.weak("stored");
+            ui.label(format!("{bytes} bytes ({})", human_bytes(bytes)));
+            ui.weak("bits/value");
+            ui.label(if lt.numel() > 0 {
+                format!("{:.2}", bytes as f64 * 8.0 / lt.numel() as f64)
+            } else {
+                "—".into()
+            });
+            ui.end_row();
+        });
+    if lt.status() == Status::Decoded && !lt.message().is_empty() {
+        ui.colored_label(ui.visuals().warn_fg_color, safe_text(lt.message(), 2000));
+    }
+    egui::CollapsingHeader::new(format!("Quantization: {} parts", lt.parts().len()))
+        .id_salt("quant_parts")
+        .show(ui, |ui| {
+            // Wrapping rows, so long names never widen the side panel.
+            for (role, t) in lt.parts() {
+                if let Some(info) = ck.info(*t) {
+                    ui.horizontal_wrapped(|ui| {
+                        if ui
+                            .small_button(format!("Open {}", safe_text(role, 100)))
+                            .on_hover_text("This stored part as stored: packed codes, not values")
+                            .clicked()
+                        {
+                            view.raw_part = ck.position(info.name());
+                        }
+                        ui.add(
+                            egui::Label::new(
+                                egui::RichText::new(format!(
+                                    "{}  {} {}",
+                                    safe_text(info.name(), 300),
+                                    info.dtype().name(),
+                                    fmt_shape(info.shape())
+                                ))
+                                .monospace(),
+                            )
+                            .wrap(),
+                        );
+                    });
+                }
+            }
+        });
+}
+
+/// A page of values with their codes, decoded as drawn (one page is a few
+/// hundred elements).
+fn values_ui(ui: &mut egui::Ui, view: &mut ViewState, ck: &Checkpoint, lt: &LogicalTensor) {
+    let Some(dq) = Dequantizer::new(ck, lt) else {
+        return;
+    };
+    // The grid reads the map as it draws (no I/O on this thread: the flag
+    // the SIGBUS guard sets says whether a file was cut short).
+    let changed = dq.parts().iter().any(|t| {
+        ck.shards()
+            .get(t.shard())
+            .is_some_and(|s| s.file().changed_while_read())
+    });
+    if changed {
+        ui.colored_label(
+            ui.visuals().error_fg_color,
+            "The file changed while being read: these values are not its values. Reopen it with File > Reload.",
+        );
+        return;
+    }
+    let n = dq.len();
+    if n == 0 {
+        ui.weak("This tensor has no elements.");
+        return;
+    }
+    ui.horizontal(|ui| {
+        let pages = n.div_ceil(PAGE);
+        let page = view.value_start / PAGE;
+        if ui.add_enabled(page > 0, egui::Button::new("⏴")).clicked() {
+            view.value_start = view.value_start.saturating_sub(PAGE);
+        }
+        ui.label(format!("page {} of {pages}", page + 1));
+        if ui
+            .add_enabled(page + 1 < pages, egui::Button::new("⏵"))
+            .clicked()
+        {
+            view.value_start = view.value_start.saturating_add(PAGE);
+        }
+    });
+    let start = view.value_start.min(n.saturating_sub(1));
+    let len = usize::try_from(PAGE.min(n - start)).unwrap_or(0);
+    let mut vals = vec![0f32; len];
+    let mut codes = vec![0i32; len];
+    let got = dq.values_and_codes(start, &mut vals, &mut codes);
+    let shape = lt.shape();
+    let row_h = ui.text_style_height(&egui::TextStyle::Monospace) + 4.0;
+    egui_extras::TableBuilder::new(ui)
+        .id_salt("quant_value_grid")
+        .striped(true)
+        .column(egui_extras::Column::initial(150.0).at_least(60.0))
+        .column(egui_extras::Column::initial(80.0).at_least(40.0))
+        .column(egui_extras::Column::remainder().at_least(80.0))
+        .header(row_h, |mut h| {
+            h.col(|ui| {
+                ui.strong("index");
+            });
+            h.col(|ui| {
+                ui.strong("code");
+            });
+            h.col(|ui| {
+                ui.strong("value");
+            });
+        })
+        .body(|body| {
+            body.rows(row_h, got, |mut row| {
+                let k = row.index();
+                let i = start + k as u64;
+                row.col(|ui| {
+                    ui.monospace(fmt_shape(&unravel(i, shape)));
+                });
+                row.col(|ui| {
+                    ui.monospace(codes.get(k).map_or(String::new(), ToString::to_string));
+                });
+                row.col(|ui| {
+                    ui.monospace(
+                        vals.get(k)
+                            .map_or(String::new(), |v| fmt_value(f64::from(*v))),
+                    );
+                });
+            });
+        });
+}

@@ -1,0 +1,278 @@
+//! The quantization layer on checkpoints generated from QUANT.md's
+//! formulas (`r#gen`): every variant of every family is found with its
+//! scheme, bits, group and logical shape, and decodes bit-exactly to the
+//! values and codes the writing library gives; hostile checkpoints give
+//! `inconsistent` with evidence, never a panic.
+
+use tensorscope::Checkpoint;
+use tensorscope::quant::{self, Dequantizer, Status};
+
+use super::r#gen::{self as g, Fixture};
+
+/// Our scheme id for the generator's family id.
+fn scheme_id(family: &str) -> &'static str {
+    match family {
+        "gptq" => "gptq",
+        "awq" => "awq-gemm",
+        "ct-pack" => "ct-pack-quantized",
+        "ct-int8" => "ct-int-quantized",
+        "ct-fp8" | "modelopt-fp8" | "fp8-block" => "fp8",
+        "ct-nvfp4" | "modelopt-nvfp4" | "mlx-nvfp4" => "nvfp4",
+        "ct-mxfp4" | "mlx-mxfp4" => "mxfp4",
+        "ct-mxfp8" | "mlx-mxfp8" => "mxfp8",
+        "ct-mxfp6" => "mxfp6",
+        "mxfp4-gptoss" => "mxfp4-gpt-oss",
+        "bnb-nf4" | "bnb-fp4" => "bnb-4bit",
+        "bnb-int8" => "bnb-int8",
+        "mlx-affine" => "mlx-affine",
+        other => panic!("unknown family {other}"),
+    }
+}
+
+/// Every generated variant, named.
+pub fn variants() -> Vec<(String, Fixture)> {
+    let mut v: Vec<(String, Fixture)> = Vec::new();
+    for bits in [2, 3, 4, 8] {
+        for group in [-1i64, 32, 128] {
+            for (sym, v1) in [(true, true), (false, true), (false, false), (true, false)] {
+                for act in [false, true] {
+                    if group == -1 && act {
+                        continue;
+                    }
+                    let legacy = bits == 4 && group == 128 && act;
+                    v.push((
+                        format!("gptq b{bits} g{group} sym={sym} v1={v1} act={act}"),
+                        g::gptq(bits, group, sym, v1, act, legacy),
+                    ));
+                }
+            }
+        }
+    }
+    for group in [32, 64, 128] {
+        v.push((format!("awq g{group}"), g::awq_gemm(group, group)));
+    }
+    for bits in 1..=8u32 {
+        for group in [None, Some(32), Some(128)] {
+            for sym in [true, false] {
+                for dense in [true, false] {
+                    if !dense && (5..=7).contains(&bits) {
+                        continue;
+                    }
+                    v.push((
+                        format!("ct-pack b{bits} g{group:?} sym={sym} dense={dense}"),
+                        g::ct_pack(bits, group, sym, dense, false),
+                    ));
+                }
+            }
+        }
+    }
+    v.push((
+        "ct-pack b4 g_idx".into(),
+        g::ct_pack(4, Some(32), true, true, true),
+    ));
+    v.push((
+        "ct-pack b3 g_idx asym".into(),
+        g::ct_pack(3, Some(32), false, true, true),
+    ));
+    for sym in [true, false] {
+        v.push((format!("ct-int8 sym={sym}"), g::ct_int8(sym)));
+    }
+    for s in ["tensor", "channel", "block"] {
+        v.push((format!("ct-fp8 {s}"), g::ct_fp8(s)));
+    }
+    v.push(("ct-nvfp4".into(), g::ct_nvfp4()));
+    v.push(("ct-mxfp4".into(), g::ct_mxfp4()));
+    v.push(("ct-mxfp8".into(), g::ct_mxfp8()));
+    v.push(("ct-mxfp6".into(), g::ct_mxfp6()));
+    v.push(("modelopt-nvfp4".into(), g::modelopt_nvfp4()));
+    v.push(("modelopt-fp8".into(), g::modelopt_fp8()));
+    v.push(("fp8-block f32".into(), g::fp8_block(false)));
+    v.push(("fp8-block ue8m0".into(), g::fp8_block(true)));
+    for e in [1, 3] {
+        v.push((format!("gpt-oss E={e}"), g::gptoss_mxfp4(e)));
+    }
+    for qt in ["nf4", "fp4"] {
+        for nested in [false, true] {
+            for (bs, dt) in [(64, "bfloat16"), (128, "float16"), (32, "float32")] {
+                v.push((
+                    format!("bnb4 {qt} nested={nested} b{bs} {dt}"),
+                    g::bnb4(qt, nested, bs, dt),
+                ));
+            }
+        }
+    }
+    v.push(("bnb8".into(), g::bnb8()));
+    for bits in [2, 3, 4, 5, 6, 8] {
+        for group in [32, 64, 128] {
+            let dt = if bits % 2 == 0 { "BF16" } else { "F16" };
+            v.push((
+                format!("mlx b{bits} g{group} {dt}"),
+                g::mlx_affine(bits, group, dt),
+            ));
+        }
+    }
+    v.push(("mlx-mxfp4".into(), g::mlx_mxfp4()));
+    v.push(("mlx-nvfp4".into(), g::mlx_nvfp4()));
+    v.push(("mlx-mxfp8".into(), g::mlx_mxfp8()));
+    v
+}
+
+fn same(a: f32, b: f32) -> bool {
+    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()) || (a == 0.0 && b == 0.0)
+}
+
+#[test]
+fn every_generated_variant_decodes_exactly() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for (i, (label, fx)) in variants().into_iter().enumerate() {
+        let sub = dir.path().join(format!("v{i}"));
+        let path = fx.write(&sub);
+        let ck = Checkpoint::open(&path).expect("open fixture");
+        let Some(q) = quant::detect(&ck) else {
+            failures.push(format!("{label}: nothing detected"));
+            continue;
+        };
+        for want in &fx.expected {
+            let Some(lt) = q.find(&want.name) else {
+                failures.push(format!("{label}: no logical tensor {}", want.name));
+                continue;
+            };
+            let facts = (
+                lt.scheme().id(),
+                lt.bits(),
+                lt.group_size(),
+                lt.shape().to_vec(),
+            );
+            let expected = (
+                scheme_id(want.scheme),
+                want.bits,
+                want.group_size,
+                want.shape.clone(),
+            );
+            if facts != expected || lt.status() != Status::Decoded {
+                failures.push(format!(
+                    "{label} {}: found {facts:?} {} ({}), expected {expected:?}",
+                    want.name,
+                    lt.status(),
+                    lt.message()
+                ));
+                continue;
+            }
+            let dq = Dequantizer::new(&ck, lt).expect("decoded");
+            let mut vals = vec![0f32; want.values.len()];
+            let mut codes = vec![0i32; want.values.len()];
+            assert_eq!(
+                dq.values_and_codes(0, &mut vals, &mut codes),
+                vals.len(),
+                "{label}"
+            );
+            if let Some((j, (got, w))) = vals
+                .iter()
+                .zip(&want.values)
+                .enumerate()
+                .find(|(_, (a, b))| !same(**a, **b))
+            {
+                failures.push(format!(
+                    "{label} {} [{j}]: value {got}, expected {w}",
+                    want.name
+                ));
+                continue;
+            }
+            if let Some((j, (got, w))) = codes
+                .iter()
+                .zip(&want.codes)
+                .enumerate()
+                .find(|(_, (a, b))| i64::from(**a) != **b)
+            {
+                failures.push(format!(
+                    "{label} {} [{j}]: code {got}, expected {w}",
+                    want.name
+                ));
+                continue;
+            }
+            checked += 1;
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert!(checked > 300, "only {checked} logical tensors checked");
+}
+
+#[test]
+fn hostile_checkpoints_are_inconsistent_with_evidence() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cases: [(&str, Fixture, &str); 7] = [
+        (
+            "scales of the wrong shape",
+            g::hostile_scales_wrong_shape(),
+            "scale",
+        ),
+        ("a missing part", g::hostile_missing_part(), ""),
+        (
+            "bits that do not fit the shapes",
+            g::hostile_bits_mismatch(),
+            "bits",
+        ),
+        (
+            "g_idx beyond the groups",
+            g::hostile_gidx_out_of_range(),
+            "g_idx",
+        ),
+        (
+            "a config naming another method",
+            g::hostile_config_other_method(),
+            "quant_method",
+        ),
+        (
+            "a config that is not JSON",
+            g::hostile_config_not_json(),
+            "",
+        ),
+        ("a 100 MB config", g::hostile_config_huge(), ""),
+    ];
+    for (i, (what, fx, evidence)) in cases.into_iter().enumerate() {
+        let path = fx.write(&dir.path().join(format!("h{i}")));
+        let ck = Checkpoint::open(&path).expect("open fixture");
+        let q = quant::detect(&ck);
+        let text = format!("{q:#?}");
+        match what {
+            "a config that is not JSON" | "a 100 MB config" => {
+                let q = q.unwrap_or_else(|| panic!("{what}: nothing detected"));
+                assert!(
+                    !q.config().problems.is_empty(),
+                    "{what}: the config's problem is not reported: {text}"
+                );
+            }
+            "a missing part" => {
+                // GPTQ without qzeros is no known signature: its tensors stay
+                // plain, and none is shown as decoded values.
+                assert!(
+                    q.as_ref()
+                        .is_none_or(|q| q.tensors().iter().all(|t| t.status() != Status::Decoded)),
+                    "{what}: {text}"
+                );
+            }
+            _ => {
+                let q = q.unwrap_or_else(|| panic!("{what}: nothing detected"));
+                let bad: Vec<_> = q
+                    .tensors()
+                    .iter()
+                    .filter(|t| t.status() == Status::Inconsistent)
+                    .collect();
+                assert!(!bad.is_empty(), "{what}: nothing inconsistent: {text}");
+                assert!(
+                    bad.iter()
+                        .all(|t| t.message().contains(evidence)
+                            && Dequantizer::new(&ck, t).is_none()),
+                    "{what}: {text}"
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,5 @@
+//! Quantized checkpoints: fixture generators built from the formulas of
+//! QUANT.md, each with the values the writing library would dequantize to.
+
+mod decode;
+pub mod r#gen;

@@ -53,9 +53,17 @@ pub struct ResaveArgs {
     #[arg(long = "del-meta", value_name = "K")]
     pub del_meta: Vec<String>,
     /// Convert every tensor of dtype FROM to TO: F64, F32, F16, BF16 to one
-    /// another, or to F8_E4M3 / F8_E5M2 (round to nearest even).
+    /// another, or to F8_E4M3 / F8_E5M2 (round to nearest even). FROM `*`
+    /// means each of F64, F32, F16 and BF16 (other than TO).
     #[arg(long, value_name = "FROM=TO")]
     pub dtype: Vec<String>,
+    /// Write each quantized weight (GPTQ, AWQ, NVFP4, MXFP4, …) as a plain
+    /// tensor of its true values under its logical name, in place of its
+    /// packed parts: a checkpoint any reader can load. The values are in
+    /// the dtype the quantizing library computes in; add --dtype *=BF16
+    /// for one dtype throughout.
+    #[arg(long)]
+    pub dequant: bool,
     /// What a value too large for F8 becomes.
     #[arg(long, value_name = "MODE", default_value = "saturate",
           value_parser = ["saturate", "nan"])]
@@ -227,13 +235,24 @@ fn options(args: &ResaveArgs) -> Result<ResaveOptions, ErrorDoc> {
                 .parse::<Dtype>()
                 .map_err(|e| usage(format!("--dtype {d:?}: {e}")))
         };
-        conversions.push((parse(from)?, parse(to)?));
+        let to = parse(to)?;
+        if from.trim() == "*" {
+            conversions.extend(
+                tensorscope::dtype::convert::CONVERT_FROM
+                    .into_iter()
+                    .filter(|&f| f != to)
+                    .map(|f| (f, to)),
+            );
+        } else {
+            conversions.push((parse(from)?, to));
+        }
     }
     let max_shard_bytes = match &args.max_shard_size {
         Some(s) => Some(parse_size(s).map_err(|e| usage(format!("--max-shard-size: {e}")))?),
         None => None,
     };
     Ok(ResaveOptions {
+        dequantize: args.dequant,
         selection: None,
         keep: args.keep.clone(),
         drop: args.drop.clone(),

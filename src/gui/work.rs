@@ -61,7 +61,9 @@ pub fn tensor_stats(
             && let Some(lt) = q.owner(tensor)
             && let Some(l) = stats::logical_stats(ck, lt, &options, cancel, progress)?
         {
-            return Ok(l.stats);
+            let mut s = l.stats;
+            s.quant = Some(Box::new(l.quant));
+            return Ok(s);
         }
         stats::tensor_stats(ck, tensor, &options, cancel, progress)
     })
@@ -266,6 +268,7 @@ pub fn resave_options(d: &SaveAsDialog, form: &SaveAsForm) -> Result<ResaveOptio
             .collect(),
         overflow: form.overflow,
         max_shard_bytes,
+        dequantize: form.dequantize,
         ..ResaveOptions::default()
     })
 }

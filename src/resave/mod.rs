@@ -127,6 +127,10 @@ pub struct ResaveOptions {
     /// the output reports a short write, as a full disk would, after this
     /// many bytes in total. `None` in normal use.
     pub fail_after_bytes: Option<u64>,
+    /// Write each decoded quantized weight as a plain tensor of its true
+    /// values under its logical name, in place of its parts (in the dtype
+    /// the writing library computes in, then through `conversions`).
+    pub dequantize: bool,
 }
 
 /// One output tensor: where its bytes come from and how they are written.
@@ -149,6 +153,11 @@ pub struct PlannedTensor {
     pub nbytes: u64,
     /// Index of its output file in [`ResavePlan::files`].
     pub file: usize,
+    /// A decoded quantized weight written as its values: its index in
+    /// [`ResavePlan::quant`]'s tensors (`source` is then one of its parts,
+    /// `source_dtype` the dtype its values are computed in).
+    #[serde(skip)]
+    pub logical: Option<usize>,
 }
 
 /// One output file: a single file, or one shard of a sharded output.
@@ -191,6 +200,8 @@ pub struct ResavePlan {
     pub warnings: Vec<String>,
     /// See [`ResaveOptions::fail_after_bytes`].
     pub fail_after_bytes: Option<u64>,
+    /// The quantization of a `dequantize` plan.
+    pub quant: Option<crate::quant::Quantization>,
 }
 
 impl ResavePlan {

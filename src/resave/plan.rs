@@ -23,43 +23,13 @@ use crate::fsio::same_file;
 ///   (the folder is created if missing), with the shards beside it.
 pub fn plan(ck: &Checkpoint, out: &Path, opts: &ResaveOptions) -> Result<ResavePlan, ResaveError> {
     let selected = select(ck, opts)?;
-    let names = rename(ck, &selected, &opts.renames)?;
+    let quant = if opts.dequantize {
+        crate::quant::detect(ck)
+    } else {
+        None
+    };
     let mut warnings = Vec::new();
-
-    let mut conversions: HashMap<Dtype, Dtype> = HashMap::new();
-    for &(from, to) in &opts.conversions {
-        if !is_supported(from, to) {
-            return Err(ResaveError::UnsupportedConversion { from, to });
-        }
-        if conversions.insert(from, to).is_some() {
-            return Err(ResaveError::DuplicateConversion { from });
-        }
-    }
-    let mut tensors = Vec::with_capacity(selected.len());
-    for (&t, name) in selected.iter().zip(names) {
-        let Some(info) = ck.info(t) else { continue };
-        let dtype = conversions
-            .get(&info.dtype())
-            .copied()
-            .unwrap_or(info.dtype());
-        // Conversions go to whole-byte dtypes, so this cannot overflow more
-        // than the source's own (validated) size.
-        let nbytes = if dtype == info.dtype() {
-            info.nbytes()
-        } else {
-            info.numel().saturating_mul(u64::from(dtype.bits() / 8))
-        };
-        tensors.push(PlannedTensor {
-            source: t,
-            source_name: info.name().to_owned(),
-            name,
-            source_dtype: info.dtype(),
-            dtype,
-            shape: info.shape().to_vec(),
-            nbytes,
-            file: 0,
-        });
-    }
+    let mut tensors = plan_tensors(ck, &selected, quant.as_ref(), opts, &mut warnings)?;
     for &(from, to) in &opts.conversions {
         if !tensors.iter().any(|t| t.source_dtype == from) {
             warnings.push(format!(
@@ -168,6 +138,7 @@ pub fn plan(ck: &Checkpoint, out: &Path, opts: &ResaveOptions) -> Result<ResaveP
         overflow: opts.overflow,
         warnings,
         fail_after_bytes: opts.fail_after_bytes,
+        quant,
     };
     check_not_source(ck, &plan)?;
     // Catch reserved names, size and header limits now, not halfway.
@@ -175,6 +146,118 @@ pub fn plan(ck: &Checkpoint, out: &Path, opts: &ResaveOptions) -> Result<ResaveP
         header_for_entries(&entries(&plan, file), plan.metadata.as_ref())?;
     }
     Ok(plan)
+}
+
+/// The output tensors of `selected`, in order, with their names and
+/// dtypes: each decoded quantized weight of `quant` once, as its values,
+/// in place of its parts.
+fn plan_tensors(
+    ck: &Checkpoint,
+    selected: &[TensorRef],
+    quant: Option<&crate::quant::Quantization>,
+    opts: &ResaveOptions,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<PlannedTensor>, ResaveError> {
+    let decoded = |t: TensorRef| {
+        let q = quant?;
+        let l = q.owner_index(t)?;
+        let lt = q.tensors().get(l)?;
+        (lt.status() == crate::quant::Status::Decoded).then_some((l, lt))
+    };
+    // Renames of a logical name apply to the weight written in its place.
+    let logical_names: HashSet<&str> = selected
+        .iter()
+        .filter_map(|&t| decoded(t).map(|(_, lt)| lt.name()))
+        .collect();
+    let (logical_renames, stored_renames): (Vec<_>, Vec<_>) =
+        opts.renames.iter().cloned().partition(|(from, _)| {
+            logical_names.contains(from.as_str()) && ck.find(from).is_none()
+        });
+    let names = rename(ck, selected, &stored_renames)?;
+    let mut conversions: HashMap<Dtype, Dtype> = HashMap::new();
+    for &(from, to) in &opts.conversions {
+        if !is_supported(from, to) {
+            return Err(ResaveError::UnsupportedConversion { from, to });
+        }
+        if conversions.insert(from, to).is_some() {
+            return Err(ResaveError::DuplicateConversion { from });
+        }
+    }
+    let mut tensors = Vec::with_capacity(selected.len());
+    let mut written_logical = HashSet::new();
+    let mut undecoded = 0usize;
+    for (&t, name) in selected.iter().zip(names) {
+        let Some(info) = ck.info(t) else { continue };
+        if let Some((l, lt)) = decoded(t) {
+            if !written_logical.insert(l) {
+                continue;
+            }
+            let source_dtype = lt.value_dtype();
+            let dtype = conversions
+                .get(&source_dtype)
+                .copied()
+                .unwrap_or(source_dtype);
+            let name = logical_renames
+                .iter()
+                .find(|(from, _)| from == lt.name())
+                .map_or_else(|| lt.name().to_owned(), |(_, to)| to.clone());
+            tensors.push(PlannedTensor {
+                source: t,
+                source_name: lt.name().to_owned(),
+                name,
+                source_dtype,
+                dtype,
+                shape: lt.shape().to_vec(),
+                nbytes: lt.numel().saturating_mul(u64::from(dtype.bits() / 8)),
+                file: 0,
+                logical: Some(l),
+            });
+            continue;
+        }
+        if quant.is_some_and(|q| q.owner(t).is_some()) {
+            undecoded += 1;
+        }
+        let dtype = conversions
+            .get(&info.dtype())
+            .copied()
+            .unwrap_or(info.dtype());
+        // Conversions go to whole-byte dtypes, so this cannot overflow more
+        // than the source's own (validated) size.
+        let nbytes = if dtype == info.dtype() {
+            info.nbytes()
+        } else {
+            info.numel().saturating_mul(u64::from(dtype.bits() / 8))
+        };
+        tensors.push(PlannedTensor {
+            source: t,
+            source_name: info.name().to_owned(),
+            name,
+            source_dtype: info.dtype(),
+            dtype,
+            shape: info.shape().to_vec(),
+            nbytes,
+            file: 0,
+            logical: None,
+        });
+    }
+    if undecoded > 0 {
+        warnings.push(format!(
+            "{undecoded} stored parts of quantized weights that are not decoded (recognized or \
+             inconsistent) are copied as stored"
+        ));
+    }
+    // A logical name may meet a stored one.
+    let mut seen: HashMap<&str, &str> = HashMap::new();
+    for t in &tensors {
+        if let Some(first) = seen.insert(t.name.as_str(), t.source_name.as_str()) {
+            return Err(ResaveError::NameCollision {
+                name: t.name.clone(),
+                first: first.to_owned(),
+                second: t.source_name.clone(),
+            });
+        }
+    }
+    Ok(tensors)
 }
 
 pub(super) fn entries<'a>(plan: &'a ResavePlan, file: &PlannedFile) -> Vec<TensorEntry<'a>> {
@@ -372,6 +455,7 @@ mod tests {
             shape: vec![nbytes],
             nbytes,
             file: 0,
+            logical: None,
         }
     }
 

@@ -15,6 +15,7 @@ use crate::fsio::{
     FileError, FinishedFile, PendingFile, ShortWriter, commit_all, copy_chunked, write_chunk,
 };
 use crate::jobs::{CancelToken, Progress};
+use crate::quant::Dequantizer;
 
 /// Writes `plan` (from [`plan()`](super::plan()) on the same checkpoint). Progress counts
 /// bytes written; cancellation is checked between chunks of at most 8 MiB.
@@ -105,6 +106,26 @@ fn write_all_files(
                 let Some(t) = file.tensors.get(k).and_then(|&ti| plan.tensors.get(ti)) else {
                     continue;
                 };
+                if let Some(l) = t.logical {
+                    let lt = plan.quant.as_ref().and_then(|q| q.tensors().get(l));
+                    let Some(dq) = lt.and_then(|lt| Dequantizer::new(ck, lt)) else {
+                        return Err(std::io::Error::other("a planned quantized weight is gone"));
+                    };
+                    let conv = converters.get(&t.source_dtype).copied();
+                    let mut counts = ConversionCounts::default();
+                    write_dequantized(&dq, t.source_dtype, conv, &mut counts, |chunk| {
+                        write_chunk(&mut w, chunk, chunk.len() as u64, cancel, progress)
+                    })?;
+                    if t.dtype != t.source_dtype {
+                        conversions.push(TensorConversion {
+                            name: t.name.clone(),
+                            from: t.source_dtype,
+                            to: t.dtype,
+                            counts,
+                        });
+                    }
+                    continue;
+                }
                 let bytes = ck.bytes(t.source);
                 if t.dtype == t.source_dtype {
                     copy_chunked(&mut w, bytes, cancel, progress)?;
@@ -167,6 +188,45 @@ fn write_all_files(
         bytes_written,
         warnings: plan.warnings.clone(),
     })
+}
+
+/// Elements of a quantized weight decoded per chunk.
+const DEQUANT_CHUNK: usize = 1 << 16;
+
+/// Writes the values of a decoded quantized weight as `dtype` (the dtype
+/// they are computed in, so exact), through `conv` when converted, chunk
+/// by chunk into reused buffers.
+fn write_dequantized(
+    dq: &Dequantizer<'_>,
+    dtype: Dtype,
+    conv: Option<Converter>,
+    counts: &mut ConversionCounts,
+    mut write: impl FnMut(&[u8]) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let width = (dtype.bits() / 8) as usize;
+    let mut vals = vec![0f32; DEQUANT_CHUNK];
+    let mut bytes = vec![0u8; DEQUANT_CHUNK * width];
+    let mut at = 0u64;
+    while at < dq.len() {
+        let got = dq.values(at, &mut vals);
+        if got == 0 {
+            break;
+        }
+        for (b, &v) in bytes.chunks_exact_mut(width).zip(&vals[..got]) {
+            match dtype {
+                Dtype::F16 => b.copy_from_slice(&half::f16::from_f32(v).to_le_bytes()),
+                Dtype::BF16 => b.copy_from_slice(&half::bf16::from_f32(v).to_le_bytes()),
+                _ => b.copy_from_slice(&v.to_le_bytes()),
+            }
+        }
+        let chunk = &bytes[..got * width];
+        match conv {
+            Some(c) => convert_chunks(dtype, chunk, c, counts, &mut write)?,
+            None => write(chunk)?,
+        }
+        at += got as u64;
+    }
+    Ok(())
 }
 
 /// Re-opens a finished temporary file with the validating reader and
@@ -269,7 +329,18 @@ fn check_consistent(ck: &Checkpoint, plan: &ResavePlan) -> Result<(), ResaveErro
             )));
         }
         let source = ck.info(t.source);
-        if source.is_none_or(|i| i.dtype() != t.source_dtype || i.shape() != t.shape) {
+        let logical = t
+            .logical
+            .and_then(|l| plan.quant.as_ref().and_then(|q| q.tensors().get(l)));
+        if t.logical.is_some() {
+            if logical.is_none_or(|lt| lt.value_dtype() != t.source_dtype || lt.shape() != t.shape)
+            {
+                return Err(ResaveError::InvalidPlan(format!(
+                    "quantized weight {:?} does not match its parts in this checkpoint",
+                    t.name
+                )));
+            }
+        } else if source.is_none_or(|i| i.dtype() != t.source_dtype || i.shape() != t.shape) {
             return Err(ResaveError::InvalidPlan(format!(
                 "tensor {:?} does not match its source in this checkpoint",
                 t.name

@@ -224,6 +224,7 @@ pub fn stats_of(
         values,
         real,
         imag,
+        quant: None,
     })
 }
 

@@ -138,6 +138,7 @@ pub fn logical_stats(
             values,
             real: None,
             imag: None,
+            quant: None,
         },
         scheme: lt.scheme().id(),
         label: lt.label().to_owned(),

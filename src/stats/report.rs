@@ -225,6 +225,10 @@ pub struct TensorStats {
     /// C64: the imaginary parts, as a tensor of their own.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub imag: Option<Box<ValueStats>>,
+    /// A quantized weight's codes and scales (the explorer's view; JSON
+    /// has them in [`super::LogicalStats`]).
+    #[serde(skip)]
+    pub quant: Option<Box<super::QuantStats>>,
 }
 
 /// What a whole scan found.

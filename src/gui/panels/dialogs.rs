@@ -179,6 +179,15 @@ pub fn save_as_ui(
                 }
             }
             ui.add_space(4.0);
+            if d.quantized {
+                ui.checkbox(
+                    &mut form.dequantize,
+                    "Dequantize: write quantized weights as plain tensors of their true values",
+                )
+                .on_hover_text(
+                    "Each decoded quantized weight is written under its logical name, in the dtype its library computes in (convert it above), in place of its packed parts",
+                );
+            }
             ui.horizontal(|ui| {
                 ui.label("Shard at most");
                 ui.add(egui::TextEdit::singleline(&mut form.max_shard).hint_text("e.g. 5GB (empty: one file)").desired_width(160.0));

@@ -11,9 +11,11 @@ use super::tensor::unravel;
 use crate::format::Checkpoint;
 use crate::gui::command::Command;
 use crate::gui::safe_text;
-use crate::gui::state::{Section, Tab, ViewState};
+use crate::gui::state::{Section, StatsKey, Tab, ViewState};
 use crate::quant::{Dequantizer, LogicalTensor, Status};
+use crate::stats::QuantStats;
 use crate::text::{fmt_shape, fmt_value, human_bytes};
+use egui_plot::{Bar, BarChart, Plot};
 
 /// Values per page of the grid.
 const PAGE: u64 = super::tensor::PAGE_SIZE;
@@ -42,12 +44,38 @@ pub fn logical_view_ui(
         ui.selectable_value(&mut view.section, Section::Stats, "Statistics");
         ui.selectable_value(&mut view.section, Section::Values, "Values");
         ui.selectable_value(&mut view.section, Section::Heatmap, "Heatmap");
+        ui.selectable_value(&mut view.section, Section::Quant, "Codes & scales");
     });
     ui.add_space(4.0);
     match view.section {
         Section::Stats => {
             ui.weak("Statistics of the dequantized values, as the writing library computes them.");
             stats::stats_ui(ui, &tab.tensor, view, index, lt.value_dtype(), true, out);
+        }
+        Section::Quant => {
+            let key = StatsKey {
+                index,
+                order: view.f6_order,
+                dequant: true,
+            };
+            if tab.tensor.stats.wants(&key) {
+                out.push(Command::StartStats(key));
+            }
+            match tab.tensor.stats.outcome(&key) {
+                Some(Ok(t)) => {
+                    if let Some(q) = &t.quant {
+                        egui::ScrollArea::vertical()
+                            .id_salt("quant_scroll")
+                            .show(ui, |ui| quant_stats_ui(ui, q));
+                    }
+                }
+                Some(Err(e)) => {
+                    ui.colored_label(ui.visuals().error_fg_color, super::failure_text(e, 500));
+                }
+                None => {
+                    ui.weak("Counting codes and scales…");
+                }
+            }
         }
         Section::Values => values_ui(ui, view, ck, lt),
         Section::Heatmap => {
@@ -219,4 +247,71 @@ fn values_ui(ui: &mut egui::Ui, view: &mut ViewState, ck: &Checkpoint, lt: &Logi
                 });
             });
         });
+}
+
+/// The quantization's own figures: the histogram of codes (clipping shows
+/// at the ends, unused codes as gaps), the share at the extreme codes, and
+/// the scales' range and histogram.
+fn quant_stats_ui(ui: &mut egui::Ui, q: &QuantStats) {
+    ui.strong("Quantization");
+    let used = q.codes.counts.iter().filter(|c| **c > 0).count();
+    ui.label(format!(
+        "{used} of {} codes used; {:.3}% of the elements at the extreme codes",
+        q.codes.counts.len(),
+        q.at_extremes * 100.0
+    ));
+    let bars: Vec<Bar> = q
+        .codes
+        .values
+        .iter()
+        .zip(&q.codes.counts)
+        .enumerate()
+        .map(|(i, (code, &count))| {
+            let meaning = q
+                .codes
+                .code_values
+                .as_ref()
+                .and_then(|v| v.get(i))
+                .map(|v| format!(" (= {})", fmt_value(*v)))
+                .unwrap_or_default();
+            Bar::new(*code as f64, count as f64)
+                .width(0.8)
+                .name(format!("code {code}{meaning}: {count}"))
+        })
+        .collect();
+    let colour = ui.visuals().selection.bg_fill;
+    Plot::new("quant_codes")
+        .height(160.0)
+        .allow_scroll(false)
+        .x_axis_label("code")
+        .y_axis_label("count")
+        .show(ui, |plot| {
+            plot.bar_chart(BarChart::new("codes", bars).color(colour));
+        });
+    if let Some(sc) = &q.scales {
+        ui.label(format!(
+            "{} scales in {} (as stored): {} .. {}",
+            sc.count,
+            safe_text(&sc.tensor, 200),
+            sc.min.map_or("—".into(), fmt_value),
+            sc.max.map_or("—".into(), fmt_value)
+        ));
+        if let Some(h) = sc.histogram.as_ref().filter(|h| !h.counts.is_empty()) {
+            let bars: Vec<Bar> = super::bins(&h.edges, &h.counts)
+                .map(|(lo, hi, c)| {
+                    Bar::new(f64::midpoint(lo, hi), c as f64)
+                        .width(super::bar_width(lo, hi))
+                        .name(format!("[{}, {}): {c}", fmt_value(lo), fmt_value(hi)))
+                })
+                .collect();
+            Plot::new("quant_scales")
+                .height(140.0)
+                .allow_scroll(false)
+                .x_axis_label("scale")
+                .y_axis_label("count")
+                .show(ui, |plot| {
+                    plot.bar_chart(BarChart::new("scales", bars).color(colour));
+                });
+        }
+    }
 }

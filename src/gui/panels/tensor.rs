@@ -67,7 +67,9 @@ pub fn tensor_view_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &
     section_row_ui(ui, view, info.dtype());
     ui.add_space(4.0);
     match view.section {
-        Section::Stats => stats::stats_ui(ui, &tab.tensor, view, index, info.dtype(), false, out),
+        Section::Stats | Section::Quant => {
+            stats::stats_ui(ui, &tab.tensor, view, index, info.dtype(), false, out);
+        }
         Section::Values => {
             // The grid reads the map as it draws: a file cut short reads as
             // zeros there, which must not pass for its values.

@@ -156,21 +156,36 @@ impl Runner<'_> {
 
     pub(super) fn show_save_as(&mut self) {
         let target = self.session.active_tab().and_then(|t| {
-            let ck = Arc::clone(&t.loaded()?.ck);
-            let selection: Vec<usize> = if t.table.selection.is_empty() {
+            let loaded = t.loaded()?;
+            let ck = Arc::clone(&loaded.ck);
+            let rows: Vec<usize> = if t.table.selection.is_empty() {
                 t.table.rows.clone()
             } else {
                 t.table.selection.iter().copied().collect()
             };
-            Some((ck, selection))
+            // A quantized weight's row stands for all of its parts.
+            let mut selection = Vec::with_capacity(rows.len());
+            for i in rows {
+                match loaded.quant.as_ref().and_then(|q| q.logical_at(i)) {
+                    Some(lt) => selection.extend(lt.parts().iter().filter_map(|(_, p)| {
+                        ck.info(*p).and_then(|info| ck.position(info.name()))
+                    })),
+                    None => selection.push(i),
+                }
+            }
+            selection.sort_unstable();
+            selection.dedup();
+            Some((ck, selection, loaded.quant.is_some()))
         });
         match target {
-            Some((_, sel)) if sel.is_empty() => {
+            Some((_, sel, _)) if sel.is_empty() => {
                 self.session
                     .notify("no tensor to save: the filter shows none");
             }
-            Some((ck, sel)) => {
-                let (mut d, form) = SaveAsDialog::new(ck, sel);
+            Some((ck, sel, quantized)) => {
+                let (mut d, mut form) = SaveAsDialog::new(ck, sel);
+                d.quantized = quantized;
+                form.dequantize = false;
                 d.browse.unavailable = !self.dialog.available();
                 self.session.save_as = Some(d);
                 self.views.save_as = form;

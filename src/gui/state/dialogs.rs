@@ -190,6 +190,9 @@ pub struct SaveAsDialog {
     pub invalid: Option<String>,
     /// The write job; its outcome shows under the buttons.
     pub task: Task<(), ResaveReport, ResaveError>,
+    /// The checkpoint has quantized weights (the form offers to write
+    /// their values).
+    pub quantized: bool,
 }
 
 impl SaveAsDialog {
@@ -241,6 +244,7 @@ impl SaveAsDialog {
             conversions,
             overflow: Overflow::Saturate,
             max_shard: String::new(),
+            dequantize: false,
         };
         let dialog = Self {
             ck,
@@ -250,6 +254,7 @@ impl SaveAsDialog {
             browse: Browse::default(),
             invalid: None,
             task: Task::default(),
+            quantized: false,
         };
         (dialog, form)
     }
@@ -279,4 +284,6 @@ pub struct SaveAsForm {
     pub overflow: Overflow,
     /// Re-shard at this size (`5GB`, `5GiB`, bytes); empty writes one file.
     pub max_shard: String,
+    /// Write quantized weights as plain tensors of their true values.
+    pub dequantize: bool,
 }

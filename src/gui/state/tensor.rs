@@ -176,6 +176,9 @@ pub enum Section {
     Values,
     /// The heatmap of two chosen axes.
     Heatmap,
+    /// A quantized weight's codes and scales (stored tensors show their
+    /// statistics instead).
+    Quant,
 }
 
 /// Which histogram the statistics show.

@@ -225,8 +225,10 @@ pub fn visible_rows(
         .filter(|&i| {
             let info = infos[i];
             let name = quant.map_or(info.name(), |q| q.name(i, info.name()));
+            let logical = quant.and_then(|q| q.logical_at(i));
             !quant.is_some_and(|q| q.folded(i))
-                && dtype.is_none_or(|d| info.dtype() == d)
+                // A quantized weight has a scheme, not a stored dtype.
+                && dtype.is_none_or(|d| logical.is_none() && info.dtype() == d)
                 && filter.matches(name)
         })
         .collect();
@@ -235,20 +237,25 @@ pub fn visible_rows(
     };
     let key_f64 = |v: Option<f64>| v.unwrap_or(f64::NAN);
     let rank = |i: usize| name_rank.get(i).copied().unwrap_or(u32::MAX);
+    // A quantized weight's row sorts by its logical facts.
+    let logical = |i: usize| quant.and_then(|q| q.logical_at(i));
+    let shape = |i: usize| logical(i).map_or(infos[i].shape(), crate::quant::LogicalTensor::shape);
+    let numel = |i: usize| logical(i).map_or(infos[i].numel(), crate::quant::LogicalTensor::numel);
+    let bytes = |i: usize| logical(i).map_or(infos[i].nbytes(), |lt| lt.stored_bytes(ck));
+    // Quantized weights sort after every stored dtype, by scheme.
+    let dtype_key = |i: usize| match logical(i) {
+        Some(lt) => (1, lt.label().to_owned()),
+        None => (0, format!("{:03}", 999 - infos[i].dtype().writer_rank())),
+    };
     let cmp = |&a: &usize, &b: &usize| -> Ordering {
-        let (x, y) = (infos[a], infos[b]);
         let ord = match column {
             Column::Name => rank(a).cmp(&rank(b)),
-            Column::Dtype => x
-                .dtype()
-                .writer_rank()
-                .cmp(&y.dtype().writer_rank())
-                .reverse(),
-            Column::Shape => x.shape().cmp(y.shape()),
-            Column::Elements => x.numel().cmp(&y.numel()),
-            Column::Bytes => x.nbytes().cmp(&y.nbytes()),
-            Column::Offsets => (ck.tensors()[a].shard(), x.data_offsets())
-                .cmp(&(ck.tensors()[b].shard(), y.data_offsets())),
+            Column::Dtype => dtype_key(a).cmp(&dtype_key(b)),
+            Column::Shape => shape(a).cmp(shape(b)),
+            Column::Elements => numel(a).cmp(&numel(b)),
+            Column::Bytes => bytes(a).cmp(&bytes(b)),
+            Column::Offsets => (ck.tensors()[a].shard(), infos[a].data_offsets())
+                .cmp(&(ck.tensors()[b].shard(), infos[b].data_offsets())),
             Column::Shard => ck.tensors()[a].shard().cmp(&ck.tensors()[b].shard()),
             Column::Min | Column::Max | Column::Std | Column::NonFinite => {
                 let pick = |i: usize| {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use super::demo;
-use super::model::{ScanFigures, natural_cmp};
+use super::model::{QuantRows, ScanFigures, natural_cmp};
 use super::state::{
     Entry, Listing, Loaded, PairDetail, SaveAsDialog, SaveAsForm, ScanProgress, StatsKey,
 };
@@ -46,6 +46,7 @@ pub fn tensor_stats(
     ck: &Checkpoint,
     tensor: TensorRef,
     key: StatsKey,
+    quant: Option<&QuantRows>,
     cancel: &CancelToken,
     progress: &Progress,
 ) -> Result<TensorStats, StatsError> {
@@ -57,8 +58,7 @@ pub fn tensor_stats(
         // A quantized weight's row asks for the statistics of its true
         // values, never of its packed codes.
         if key.dequant
-            && let Some(q) = crate::quant::detect(ck)
-            && let Some(lt) = q.owner(tensor)
+            && let Some(lt) = quant.and_then(|q| q.quant.owner(tensor))
             && let Some(l) = stats::logical_stats(ck, lt, &options, cancel, progress)?
         {
             let mut s = l.stats;

@@ -187,11 +187,33 @@ impl<'a> Dequantizer<'a> {
             Layout::Awq { .. } | Layout::Bnb4 { .. } => (0, 15),
             Layout::CtPack { bits, .. } => (-(1 << (bits - 1)), (1 << (bits - 1)) - 1),
             Layout::Scaled {
+                code: Dtype::I8,
+                per_127: true,
+                ..
+            } => (-127, 127),
+            Layout::Scaled {
                 code: Dtype::I8, ..
             } => (-128, 127),
             Layout::Scaled { .. } => (0, 255),
             Layout::Minifloat { code, .. } => (0, (1 << code.bits()) - 1),
         }
+    }
+
+    /// What each code stands for before scaling, for codes that stand for
+    /// values (float codes, bitsandbytes' stored 4-bit map); `None` for
+    /// integer codes.
+    pub fn code_values(&self) -> Option<Vec<f64>> {
+        if let Layout::Bnb4 { quant_map, .. } = self.layout {
+            let map = self.bytes(*quant_map);
+            return Some((0..16).map(|i| scalar(map, Dtype::F32, i)).collect());
+        }
+        let table = code_table_f32(self.code_dtype()?)?;
+        let (lo, hi) = self.code_range();
+        Some(
+            (lo..=hi)
+                .map(|c| f64::from(table.get(c as usize).copied().unwrap_or(f32::NAN)))
+                .collect(),
+        )
     }
 
     /// For float codes, the dtype whose table gives a code's value.
@@ -350,7 +372,6 @@ impl<'a> Dequantizer<'a> {
                 zero,
                 g_idx,
                 bits,
-                n: rows,
                 dense,
                 row_bytes,
                 ..
@@ -367,8 +388,6 @@ impl<'a> Dequantizer<'a> {
                         self.ck.info(t).map_or(Dtype::I32, crate::TensorInfo::dtype),
                     )
                 });
-                let zrows = (rows * u64::from(bits)).div_ceil(32);
-                let _ = zrows;
                 let (mut last, mut z, mut s) = (u64::MAX, 0i64, 0f64);
                 for (i, k) in (k0..).take(len).enumerate() {
                     let g = match gi {

@@ -205,8 +205,12 @@ const BNB_SUFFIXES: [&str; 4] = [
 
 /// Splits a tensor name into its module prefix and role.
 fn split(name: &str) -> (&str, &str) {
-    if let Some(at) = name.find(".weight.quant_state.") {
-        return (&name[..at], &name[at + 1..]);
+    // bitsandbytes' quant state and quanto's `weight._data` /
+    // `weight._scale` belong to the module, not to a `weight` module.
+    for marker in [".weight.quant_state.", ".weight._"] {
+        if let Some(at) = name.find(marker) {
+            return (&name[..at], &name[at + 1..]);
+        }
     }
     for s in BNB_SUFFIXES {
         if let Some(prefix) = name.strip_suffix(s).and_then(|p| p.strip_suffix('.')) {
@@ -257,6 +261,7 @@ fn known_method(m: &str) -> bool {
             | "mxfp4"
             | "bitsandbytes"
             | "mlx"
+            | "finegrained_fp8"
     )
 }
 
@@ -435,8 +440,14 @@ fn parts_of(m: &Module<'_>, roles: &[&str]) -> Vec<(String, TensorRef)> {
         .collect()
 }
 
+/// Every stored tensor of the module but its bias, which stays a plain
+/// tensor of its own.
 fn all_parts(m: &Module<'_>) -> Vec<(String, TensorRef)> {
-    m.parts.iter().map(|(r, p)| (r.clone(), p.t)).collect()
+    m.parts
+        .iter()
+        .filter(|(r, _)| r.as_str() != "bias")
+        .map(|(r, p)| (r.clone(), p.t))
+        .collect()
 }
 
 fn dims2(p: Part<'_>) -> Option<(u64, u64)> {
@@ -466,7 +477,7 @@ fn match_module(cx: &Context<'_>, m: &Module<'_>) -> Vec<LogicalTensor> {
     if !blocks.is_empty() {
         return blocks;
     }
-    let matchers: [fn(&Context<'_>, &Module<'_>) -> Option<LogicalTensor>; 9] = [
+    let matchers: [fn(&Context<'_>, &Module<'_>) -> Option<LogicalTensor>; 8] = [
         bnb::bnb4,
         bnb::bnb8,
         ct::pack,
@@ -475,13 +486,12 @@ fn match_module(cx: &Context<'_>, m: &Module<'_>) -> Vec<LogicalTensor> {
         mlx::mlx,
         fp8::scaled,
         recognized_only,
-        |_, _| None,
     ];
     matchers.iter().find_map(|f| f(cx, m)).into_iter().collect()
 }
 
 /// Signatures of schemes that are recognized and not decoded.
-fn recognized_only(cx: &Context<'_>, m: &Module<'_>) -> Option<LogicalTensor> {
+fn recognized_only(_: &Context<'_>, m: &Module<'_>) -> Option<LogicalTensor> {
     let (scheme, why) = if m.has("q_weight") && m.has("q_scale") {
         (
             "EXL2",
@@ -504,8 +514,7 @@ fn recognized_only(cx: &Context<'_>, m: &Module<'_>) -> Option<LogicalTensor> {
             "compressed-tensors marlin-24",
             "a legacy 2:4-sparse Marlin format",
         )
-    } else if let Some(role) = m.parts.keys().find(|r| r.starts_with("weight:")) {
-        let _ = role;
+    } else if m.parts.keys().any(|r| r.starts_with("weight:")) {
         (
             "torchao",
             "torchao tensor subclasses depend on the torchao version",
@@ -515,7 +524,6 @@ fn recognized_only(cx: &Context<'_>, m: &Module<'_>) -> Option<LogicalTensor> {
     } else {
         return None;
     };
-    let _ = cx;
     Some(
         Found::new(
             m.name("weight"),

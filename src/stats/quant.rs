@@ -15,13 +15,18 @@ use serde::Serialize;
 use super::float::{self, View};
 use super::{CHUNK_BYTES, Histogram, StatsError, StatsOptions, TensorStats, par_chunks, stats_of};
 use crate::dtype::Dtype;
-use crate::dtype::decode::code_table_f32;
 use crate::format::{Checkpoint, TensorInfo};
 use crate::jobs::{CancelToken, Progress};
 use crate::quant::{Dequantizer, LogicalTensor};
 
 /// The decoded values of a logical tensor, as the float passes read them.
 struct DequantView<'a>(&'a Dequantizer<'a>);
+
+/// The smallest normal of the dtype a logical tensor's values are in (its
+/// subnormals are counted as that dtype's).
+fn value_normal(dq: &Dequantizer<'_>) -> f64 {
+    super::smallest_normal(dq.tensor().value_dtype()).unwrap_or(f64::from(f32::MIN_POSITIVE))
+}
 
 impl View for DequantView<'_> {
     type T = f32;
@@ -35,7 +40,7 @@ impl View for DequantView<'_> {
         self.0.values(first, out)
     }
     fn smallest_normal(&self) -> f64 {
-        f64::from(f32::MIN_POSITIVE)
+        value_normal(self.0)
     }
 }
 
@@ -218,14 +223,7 @@ fn code_counts(
             a
         },
     )?;
-    let code_values = dq.code_dtype().and_then(|d| {
-        let table = code_table_f32(d)?;
-        Some(
-            (lo..=hi)
-                .map(|c| f64::from(table.get(c as usize).copied().unwrap_or(f32::NAN)))
-                .collect(),
-        )
-    });
+    let code_values = dq.code_values();
     Ok(CodeCounts {
         values: (i64::from(lo)..=i64::from(hi)).collect(),
         counts,

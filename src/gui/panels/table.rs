@@ -49,7 +49,7 @@ pub fn table_panel_ui(
 
     let cells = Cells {
         ck,
-        quant: tab.load.value().and_then(|l| l.quant.as_ref()),
+        quant: tab.load.value().and_then(|l| l.quant.as_deref()),
         scan: tab.tensor.scan.as_ref().map(|s| s.figures.as_slice()),
         tree_mode: tree_view,
         modifiers: ui.input(|i| i.modifiers),

@@ -30,8 +30,11 @@ impl Runner<'_> {
         let Some(tensor) = ck.tensors().get(key.index).copied() else {
             return;
         };
+        let quant = self
+            .active()
+            .and_then(|t| t.loaded().and_then(|l| l.quant.clone()));
         let job = self.spawn("tensor-stats", move |cancel, progress| {
-            work::tensor_stats(&ck, tensor, key, cancel, progress)
+            work::tensor_stats(&ck, tensor, key, quant.as_deref(), cancel, progress)
         });
         if let Some(t) = self.active() {
             // Starting another key drops (cancels) the job of the previous one.
@@ -136,11 +139,28 @@ impl Runner<'_> {
         let Some(t) = c.report().and_then(|r| r.tensors.get(i)) else {
             return;
         };
+        let wanted = c.detail.wants(&i);
+        if t.dequantized.is_some() {
+            // Its stored parts are packed codes: their Δ figures would not
+            // be the weight's.
+            let job = wanted.then(|| {
+                self.spawn("diff-pair", move |_, _| {
+                    Err::<crate::gui::state::PairDetail, String>(
+                        "a quantized weight compared by its decoded values: its row gives the figures; the Δ histogram and map of such pairs are not drawn yet".into(),
+                    )
+                })
+            });
+            if let Some(job) = job
+                && let Some(c) = self.active().and_then(|t| t.compare.as_mut())
+            {
+                c.detail.start(i, job);
+            }
+            return;
+        }
         let name_a = t.name_a.as_deref().unwrap_or(&t.name);
         let (Some(ta), Some(tb)) = (a.find(name_a), b.find(&t.name)) else {
             return;
         };
-        let wanted = c.detail.wants(&i);
         let job = wanted.then(|| {
             let pair = Pair { a: ta, b: tb };
             self.spawn("diff-pair", move |cancel, progress| {
@@ -225,6 +245,8 @@ impl Runner<'_> {
             return;
         };
         let ck = Arc::clone(&d.ck);
+        let quant = d.quant.clone();
+        let index = d.index;
         let form = &self.views.export;
         let out = work::typed_path(&form.path);
         let opts = ExportOptions {
@@ -241,7 +263,11 @@ impl Runner<'_> {
             ..ExportOptions::default()
         };
         let job = self.spawn("export-tensor", move |cancel, progress| {
-            export::export_tensor(&ck, tensor, &out, &opts, cancel, progress)
+            // A quantized weight's row exports its values.
+            match quant.as_ref().and_then(|q| q.logical_at(index)) {
+                Some(lt) => export::export_logical(&ck, lt, &out, &opts, cancel, progress),
+                None => export::export_tensor(&ck, tensor, &out, &opts, cancel, progress),
+            }
         });
         if let Some(d) = &mut self.session.export {
             d.task.start((), job);

@@ -261,10 +261,14 @@ impl<'a> Runner<'a> {
                 }
             }
             Command::ExportTensor => {
-                let form = self
-                    .session
-                    .active_tab()
-                    .and_then(|t| ExportDialog::new(Arc::clone(&t.loaded()?.ck), t.table.cursor?));
+                let form = self.session.active_tab().and_then(|t| {
+                    let loaded = t.loaded()?;
+                    ExportDialog::new(
+                        Arc::clone(&loaded.ck),
+                        t.table.cursor?,
+                        loaded.quant.clone(),
+                    )
+                });
                 match form {
                     Some((mut d, form)) => {
                         d.browse.unavailable = !self.dialog.available();
@@ -373,8 +377,11 @@ impl<'a> Runner<'a> {
             .table
             .selection
             .iter()
-            .filter_map(|&i| loaded.ck.entry(i))
-            .map(|(_, info)| info.name().to_owned())
+            .filter_map(|&i| {
+                let (_, info) = loaded.ck.entry(i)?;
+                let q = loaded.quant.as_deref();
+                Some(q.map_or(info.name(), |q| q.name(i, info.name())).to_owned())
+            })
             .collect();
         if !names.is_empty() {
             let n = names.len();

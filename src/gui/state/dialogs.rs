@@ -13,6 +13,7 @@ use crate::dtype::convert::{CONVERT_TO, Overflow, is_supported};
 use crate::export::{ExportError, ExportReport};
 use crate::format::{Checkpoint, CheckpointKind, TensorInfo};
 use crate::gui::dialog::DialogResult;
+use crate::gui::model::QuantRows;
 use crate::gui::task::Task;
 use crate::resave::{ResaveError, ResaveReport};
 
@@ -122,13 +123,29 @@ pub struct ExportDialog {
     pub browse: Browse,
     /// The export job; its outcome shows under the buttons.
     pub task: Task<(), ExportReport, ExportError>,
+    /// The checkpoint's quantized weights, when row `index` is one: its
+    /// values are exported (F32), not its first part.
+    pub quant: Option<Arc<QuantRows>>,
 }
 
 impl ExportDialog {
     /// A form exporting tensor `index` of `ck` next to the checkpoint, as
-    /// `.npy`, with its inputs; `None` when there is no such tensor.
-    pub fn new(ck: Arc<Checkpoint>, index: usize) -> Option<(Self, ExportForm)> {
-        let info = ck.entry(index)?.1.clone();
+    /// `.npy`, with its inputs; `None` when there is no such tensor. A row
+    /// of a quantized weight of `quant` exports the weight's values.
+    pub fn new(
+        ck: Arc<Checkpoint>,
+        index: usize,
+        quant: Option<Arc<QuantRows>>,
+    ) -> Option<(Self, ExportForm)> {
+        let stored = ck.entry(index)?.1.clone();
+        let quant = quant.filter(|q| q.logical_at(index).is_some());
+        let info = quant
+            .as_ref()
+            .and_then(|q| q.logical_at(index))
+            .and_then(|lt| {
+                TensorInfo::new(lt.name().to_owned(), Dtype::F32, lt.shape().to_vec(), 0)
+            })
+            .unwrap_or(stored);
         let path = folder_of(&ck)
             .join(format!("{}.npy", file_stem(info.name())))
             .display()
@@ -144,6 +161,7 @@ impl ExportDialog {
             info,
             browse: Browse::default(),
             task: Task::default(),
+            quant,
         };
         Some((dialog, form))
     }

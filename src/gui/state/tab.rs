@@ -29,7 +29,7 @@ pub struct Loaded {
     /// The `__metadata__` entries (the index's for a sharded model), sorted.
     pub metadata: Vec<MetaEntry>,
     /// The quantized weights, when the checkpoint has any.
-    pub quant: Option<QuantRows>,
+    pub quant: Option<Arc<QuantRows>>,
 }
 
 impl Loaded {
@@ -42,7 +42,7 @@ impl Loaded {
             .into_iter()
             .map(|(key, value)| MetaEntry::new(key, value))
             .collect();
-        let quant = crate::quant::detect(&ck).map(|q| QuantRows::new(&ck, q));
+        let quant = crate::quant::detect(&ck).map(|q| Arc::new(QuantRows::new(&ck, q)));
         Self {
             ck: Arc::new(ck),
             totals,
@@ -265,7 +265,7 @@ impl Tab {
             self.table.dtype,
             self.table.sort,
             &lookup,
-            loaded.quant.as_ref(),
+            loaded.quant.as_deref(),
         );
         self.table.tree = if tree_view {
             tree_rows(&loaded.ck, &self.table.rows, &self.table.expanded)

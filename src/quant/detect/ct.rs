@@ -57,13 +57,12 @@ fn version(cx: &Context<'_>) -> Option<(u64, u64)> {
     Some((it.next()??, it.next()??))
 }
 
-const PACK_ROLES: [&str; 6] = [
+const PACK_ROLES: [&str; 5] = [
     "weight_packed",
     "weight_shape",
     "weight_scale",
     "weight_zero_point",
     "weight_g_idx",
-    "bias",
 ];
 
 /// `weight_packed` (I32) + `weight_shape`: pack-quantized INT 1-8 bit.
@@ -209,6 +208,7 @@ pub(super) fn pack(cx: &Context<'_>, m: &Module<'_>) -> Option<LogicalTensor> {
     let g_idx = m.get("weight_g_idx");
     if let Some(g) = g_idx {
         let ok = g.shape() == [k]
+            && g.dtype() == Dtype::I32
             && cx
                 .ints(g, 1 << 22)
                 .is_some_and(|v| v.iter().all(|&x| x >= 0 && (x as u64) < sc));

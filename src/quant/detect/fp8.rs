@@ -113,7 +113,8 @@ pub(super) fn scaled(cx: &Context<'_>, m: &Module<'_>) -> Option<LogicalTensor> 
         .find_map(|r| m.get(r))?;
     let int8 = code == Dtype::I8;
     let scheme = if int8 { Scheme::CtInt8 } else { Scheme::Fp8 };
-    let found = Found::new(m.name("weight"), scheme, "FP8".into(), parts_of(m, &ROLES)).bits(8);
+    let label = if int8 { "CT int8" } else { "FP8" };
+    let found = Found::new(m.name("weight"), scheme, label.into(), parts_of(m, &ROLES)).bits(8);
     let Some((n, k)) = dims2(weight) else {
         return Some(found.inconsistent(format!("the weight must be 2-D: {}", weight.describe())));
     };

@@ -10,7 +10,7 @@ use crate::dtype::Dtype;
 /// Elements of a `g_idx` read to check its range (4 Mi columns).
 const MAX_G_IDX: u64 = 1 << 22;
 
-const ROLES: [&str; 5] = ["qweight", "qzeros", "scales", "g_idx", "bias"];
+const ROLES: [&str; 4] = ["qweight", "qzeros", "scales", "g_idx"];
 
 pub(super) fn gptq_or_awq(cx: &Context<'_>, m: &Module<'_>) -> Option<LogicalTensor> {
     let (qweight, qzeros, scales) = (m.get("qweight")?, m.get("qzeros")?, m.get("scales")?);
@@ -195,8 +195,10 @@ fn gptq(cx: &Context<'_>, m: &Module<'_>, found: Found, v1: bool) -> LogicalTens
              row for N = {n}, qweight {rows} rows for K = {k})"
         ));
     }
+    // `dynamic` overrides bits and group per module: the shapes decide.
+    let dynamic = body.get("dynamic").is_some_and(|d| !d.is_null());
     let group = cfg_int(body, &["group_size"])
-        .filter(|&g| g > 0)
+        .filter(|&g| g > 0 && !dynamic)
         .map_or_else(|| k.div_ceil(groups), |g| g as u64);
     if group == 0 || k.div_ceil(group) != groups {
         return found.inconsistent(format!(

@@ -10,7 +10,7 @@ use super::{
 };
 use crate::dtype::Dtype;
 
-const ROLES: [&str; 4] = ["weight", "scales", "biases", "bias"];
+const ROLES: [&str; 3] = ["weight", "scales", "biases"];
 
 #[expect(
     clippy::too_many_lines,
@@ -76,39 +76,38 @@ pub(super) fn mlx(cx: &Context<'_>, m: &Module<'_>) -> Option<LogicalTensor> {
                 .then(|| words * 32 / k)
                 .filter(|b| matches!(b, 2 | 3 | 4 | 5 | 6 | 8))
         };
-        let (group, bits) = match field("group_size") {
-            Some(g) => match fits(g) {
-                Some(b) => (g, b),
-                None => {
-                    return Some(found.inconsistent(format!(
-                        "MLX: group_size {g} gives K = {}, for which {} holds no whole bit width",
-                        sc * g,
-                        weight.describe()
-                    )));
-                }
-            },
-            None => match [64, 32, 128]
-                .into_iter()
-                .find_map(|g| fits(g).map(|b| (g, b)))
-            {
-                Some(x) => x,
-                None => {
-                    return Some(
-                        found
-                            .inconsistent(format!("MLX: {} fits no group size", weight.describe())),
-                    );
-                }
-            },
-        };
-        if let Some(b) = field("bits")
-            && b != bits
-        {
+        // The shapes give bits × group only: 8-bit g32, 4-bit g64 and 2-bit
+        // g128 look alike. The config decides; without it MLX's default
+        // group (64) is assumed, and said.
+        let (cfg_group, cfg_bits) = (field("group_size"), field("bits"));
+        let candidates: Vec<(u64, u64)> = cfg_group
+            .map_or_else(|| vec![64, 32, 128], |g| vec![g])
+            .into_iter()
+            .filter_map(|g| fits(g).map(|b| (g, b)))
+            .filter(|&(_, b)| cfg_bits.is_none_or(|c| c == b))
+            .collect();
+        let Some(&(group, bits)) = candidates.first() else {
             return Some(found.inconsistent(format!(
-                "MLX: the config says {b} bits, the shapes say {bits} ({} for K = {})",
+                "MLX: {} and scales {} fit no group size with {} (config group_size {}, bits {})",
                 weight.describe(),
-                sc * group
+                scales.describe(),
+                "2, 3, 4, 5, 6 or 8 bits",
+                cfg_group.map_or("none".into(), |g| g.to_string()),
+                cfg_bits.map_or("none".into(), |b| b.to_string())
             )));
-        }
+        };
+        let warning = if cfg_group.is_none() && candidates.len() > 1 {
+            format!(
+                "the config gives no group_size: assumed {group} ({bits} bits); the shapes also fit {}",
+                candidates[1..]
+                    .iter()
+                    .map(|(g, b)| format!("{b} bits in groups of {g}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        } else {
+            String::new()
+        };
         let k = sc * group;
         let mut found = found
             .bits(bits as u32)
@@ -117,15 +116,18 @@ pub(super) fn mlx(cx: &Context<'_>, m: &Module<'_>) -> Option<LogicalTensor> {
             .shape(vec![n, k])
             .value_dtype(round_dtype(scales.dtype()));
         found.lt.label = int_label("MLX", bits as u32, Some(group));
-        return Some(found.decoded(Layout::MlxAffine {
-            weight: weight.t,
-            scales: scales.t,
-            biases: biases.t,
-            bits: bits as u32,
-            n,
-            k,
-            group,
-        }));
+        return Some(found.decoded_with(
+            Layout::MlxAffine {
+                weight: weight.t,
+                scales: scales.t,
+                biases: biases.t,
+                bits: bits as u32,
+                n,
+                k,
+                group,
+            },
+            warning,
+        ));
     }
     if scales.dtype() != Dtype::U8 {
         return Some(found.inconsistent(format!(

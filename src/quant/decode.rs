@@ -57,7 +57,110 @@ fn to_f32_odd(x: f64) -> f32 {
     }
 }
 
+/// Rounds an f32 to bf16 (nearest even), as a cast of an f32 result.
+#[inline]
+fn bf16_of_f32(x: f32) -> f32 {
+    if x.is_nan() {
+        return x;
+    }
+    let b = x.to_bits();
+    f32::from_bits(b.wrapping_add(0x7fff + ((b >> 16) & 1)) & 0xffff_0000)
+}
+
+/// `(q − z) · s` rounded once to `dtype`: in f32 when that is exact (a
+/// code of at most 9 significant bits times a 16-bit scale), else exactly
+/// in f64 first.
+#[inline]
+fn int_value(dtype: Dtype, q_minus_z: i64, s: f64, scale_dtype: Dtype) -> f32 {
+    if matches!(scale_dtype, Dtype::F16 | Dtype::BF16) && q_minus_z.unsigned_abs() < 512 {
+        cast_f32(dtype, q_minus_z as f32 * s as f32)
+    } else {
+        round_to(dtype, q_minus_z as f64 * s)
+    }
+}
+
+/// An f32 result cast to the value dtype, as torch's `.to(dtype)` does.
+#[inline]
+fn cast_f32(dtype: Dtype, x: f32) -> f32 {
+    match dtype {
+        Dtype::BF16 => bf16_of_f32(x),
+        Dtype::F16 => f16::from_f32(x).to_f32(),
+        _ => x,
+    }
+}
+
+/// The values of every code of a group, computed once per group instead of
+/// once per element (codes of at most 4 bits: 16 values per group of 32 or
+/// more elements). With act-order the groups of a run come in any order, so
+/// every group's table is kept; otherwise only the current one.
+struct Luts {
+    width: usize,
+    table: Vec<f32>,
+    filled: Vec<bool>,
+    current: u64,
+    every: bool,
+}
+
+impl Luts {
+    /// Tables for codes of `bits`, or `None` above 4 bits (computing each
+    /// value is then cheaper than a table).
+    fn new(bits: u32, groups: u64, every: bool) -> Option<Self> {
+        if bits > 4 {
+            return None;
+        }
+        let width = 1usize << bits;
+        let slots = if every {
+            usize::try_from(groups).ok()?.min(1 << 16)
+        } else {
+            1
+        };
+        Some(Self {
+            width,
+            table: vec![0.0; slots * width],
+            filled: vec![false; slots],
+            current: u64::MAX,
+            every,
+        })
+    }
+
+    /// The value of code `q` in group `g`; `fill(q)` computes a value the
+    /// first time group `g` is met.
+    fn value(&mut self, g: u64, q: u32, fill: impl Fn(u32) -> f32) -> f32 {
+        let slot = if self.every {
+            usize::try_from(g).unwrap_or(usize::MAX)
+        } else {
+            0
+        };
+        let fresh = if self.every {
+            !self.filled.get(slot).copied().unwrap_or(true)
+        } else {
+            self.current != g
+        };
+        if fresh {
+            self.current = g;
+            if let Some(f) = self.filled.get_mut(slot) {
+                *f = true;
+            }
+            if let Some(t) = self
+                .table
+                .get_mut(slot * self.width..(slot + 1) * self.width)
+            {
+                for (c, v) in t.iter_mut().enumerate() {
+                    *v = fill(c as u32);
+                }
+            } else {
+                return fill(q);
+            }
+        }
+        self.table
+            .get(slot * self.width + q as usize)
+            .copied()
+            .unwrap_or_else(|| fill(q))
+    }
+}
+
 /// Little-endian u32 word `i` of `bytes` (0 past the end).
+#[inline]
 fn word(bytes: &[u8], i: u64) -> u32 {
     let Ok(i) = usize::try_from(i) else { return 0 };
     match i.checked_mul(4).and_then(|s| bytes.get(s..s + 4)) {
@@ -67,6 +170,7 @@ fn word(bytes: &[u8], i: u64) -> u32 {
 }
 
 /// `width` (≤ 8) bits at bit `bit` of an LSB-first bitstream of bytes.
+#[inline]
 fn stream(bytes: &[u8], bit: u64, width: u32) -> u32 {
     let Ok(at) = usize::try_from(bit / 8) else {
         return 0;
@@ -79,6 +183,7 @@ fn stream(bytes: &[u8], bit: u64, width: u32) -> u32 {
 /// `width` bits at bit `bit` of the stream down column `col` of a matrix
 /// of u32 words with `cols` columns (GPTQ's qweight, compressed-tensors'
 /// zero points): bit `b` of the stream is bit `b % 32` of word `b / 32`.
+#[inline]
 fn column_stream(bytes: &[u8], cols: u64, col: u64, bit: u64, width: u32) -> u32 {
     let (w, off) = (bit / 32, (bit % 32) as u32);
     let lo = u64::from(word(bytes, w * cols + col));
@@ -248,6 +353,14 @@ impl<'a> Dequantizer<'a> {
         self.ck.bytes(t)
     }
 
+    /// Rows of a scale tensor (GPTQ's groups).
+    fn groups_of(&self, scales: TensorRef) -> u64 {
+        self.ck
+            .info(scales)
+            .and_then(|i| i.shape().first().copied())
+            .unwrap_or(1)
+    }
+
     fn decode(&self, first: u64, out: &mut [f32], mut codes: Option<&mut [i32]>) -> usize {
         if first >= self.len {
             return 0;
@@ -270,315 +383,620 @@ impl<'a> Dequantizer<'a> {
         total
     }
 
-    /// Elements `k0..k0 + out.len()` of row `n`.
-    #[expect(
-        clippy::too_many_lines,
-        reason = "one arm per layout, each its formula"
-    )]
+    /// Elements `k0..k0 + out.len()` of row `n`: one method per layout,
+    /// each its formula. Runs are cut into groups, so that nothing is
+    /// divided per element; codes of at most 4 bits go through a table of
+    /// the group's 16 values.
+    fn row(&self, n: u64, k0: u64, vals: &mut [f32], codes: Option<&mut [i32]>) {
+        let mut out = Out { vals, codes };
+        match *self.layout {
+            Layout::Gptq { .. } => self.gptq(n, k0, &mut out),
+            Layout::Awq { .. } => self.awq(n, k0, &mut out),
+            Layout::CtPack { .. } => self.ct_pack(n, k0, &mut out),
+            Layout::Scaled { .. } => self.scaled(n, k0, &mut out),
+            Layout::Minifloat { .. } => self.minifloat(n, k0, &mut out),
+            Layout::Bnb4 { .. } => self.bnb4(n, k0, &mut out),
+            Layout::MlxAffine { .. } => self.mlx(n, k0, &mut out),
+        }
+    }
+
     #[expect(
         clippy::many_single_char_names,
-        reason = "the formulas' own names: row n, column k, code q, zero z, scale s"
+        reason = "the formula's own names: row n, column k, code q, zero z, scale s"
     )]
-    fn row(&self, n: u64, k0: u64, out: &mut [f32], mut codes: Option<&mut [i32]>) {
-        let vd = self.lt.value_dtype;
-        let len = out.len();
-        let mut put = |i: usize, v: f32, c: i32| {
-            out[i] = v;
-            if let Some(cs) = codes.as_deref_mut() {
-                cs[i] = c;
-            }
+    fn gptq(&self, n: u64, k0: u64, out: &mut Out<'_>) {
+        let Layout::Gptq {
+            qweight,
+            qzeros,
+            scales,
+            g_idx,
+            bits,
+            n: cols,
+            group,
+            v1,
+            ..
+        } = *self.layout
+        else {
+            return;
         };
-        match *self.layout {
-            Layout::Gptq {
-                qweight,
-                qzeros,
-                scales,
-                g_idx,
-                bits,
-                n: cols,
-                group,
-                v1,
-                ..
-            } => {
-                let (qw, qz, sc) = (self.bytes(qweight), self.bytes(qzeros), self.bytes(scales));
-                let gi = g_idx.map(|t| self.bytes(t));
-                let sd = self
-                    .ck
-                    .info(scales)
-                    .map_or(Dtype::F16, crate::TensorInfo::dtype);
-                let zwords = (cols * u64::from(bits)).div_ceil(32);
-                let mask = (1u32 << bits) - 1;
-                let zero = |g: u64| -> i64 {
-                    let bit = n * u64::from(bits);
-                    let z = if v1 && bits != 3 {
-                        let add = match bits {
-                            2 => 0x5555_5555u32,
-                            4 => 0x1111_1111,
-                            _ => 0x0101_0101,
-                        };
-                        (word(qz, g * zwords + bit / 32).wrapping_add(add) >> (bit % 32)) & mask
-                    } else {
-                        let z = column_stream_row(qz, zwords, g, bit, bits);
-                        if v1 { (z + 1) & mask } else { z }
-                    };
-                    i64::from(z)
+        let vd = self.lt.value_dtype;
+        let (qw, qz, sc) = (self.bytes(qweight), self.bytes(qzeros), self.bytes(scales));
+        let sd = self.dtype_of(scales, Dtype::F16);
+        let zwords = (cols * u64::from(bits)).div_ceil(32);
+        let mask = (1u32 << bits) - 1;
+        let zero = |g: u64| -> i64 {
+            let bit = n * u64::from(bits);
+            let z = if v1 && bits != 3 {
+                // GPTQ v1 stores z − 1 with a word-level subtraction: undo
+                // it on the whole word, so borrows across fields come back.
+                let add = match bits {
+                    2 => 0x5555_5555u32,
+                    4 => 0x1111_1111,
+                    _ => 0x0101_0101,
                 };
-                let mut last = u64::MAX;
-                let (mut z, mut s) = (0i64, 0f64);
-                for (i, k) in (k0..).take(len).enumerate() {
-                    let g = match gi {
-                        Some(b) => word(b, k) as i32 as u64,
-                        None => k / group,
+                (word(qz, g * zwords + bit / 32).wrapping_add(add) >> (bit % 32)) & mask
+            } else {
+                let z = column_stream_row(qz, zwords, g, bit, bits);
+                if v1 { (z + 1) & mask } else { z }
+            };
+            i64::from(z)
+        };
+        let value = |g: u64, q: u32| {
+            let s = scalar(sc, sd, g * cols + n);
+            int_value(vd, i64::from(q) - zero(g), s, sd)
+        };
+        // A group's table: its zero and scale read once.
+        let group_table = |g: u64| {
+            let (z, s) = (zero(g), scalar(sc, sd, g * cols + n));
+            table(bits, |q| int_value(vd, i64::from(q) - z, s, sd))
+        };
+        let code = |k: u64| column_stream(qw, cols, n, k * u64::from(bits), bits);
+        match g_idx {
+            Some(t) => {
+                let gi = self.bytes(t);
+                let mut luts = Luts::new(bits, self.groups_of(scales), true);
+                for i in 0..out.len() {
+                    let k = k0 + i as u64;
+                    let g = word(gi, k) as i32 as u64;
+                    let q = code(k);
+                    let v = match luts.as_mut() {
+                        Some(l) => l.value(g, q, |c| value(g, c)),
+                        None => value(g, q),
                     };
-                    if g != last {
-                        last = g;
-                        z = zero(g);
-                        s = scalar(sc, sd, g * cols + n);
-                    }
-                    let q = column_stream(qw, cols, n, k * u64::from(bits), bits);
-                    put(i, round_to(vd, (i64::from(q) - z) as f64 * s), q as i32);
+                    out.put(i, v, q as i32);
                 }
             }
-            Layout::Awq {
-                qweight,
-                qzeros,
-                scales,
-                n: cols,
-                group,
-                ..
-            } => {
-                let (qw, qz, sc) = (self.bytes(qweight), self.bytes(qzeros), self.bytes(scales));
-                let sd = self
-                    .ck
-                    .info(scales)
-                    .map_or(Dtype::F16, crate::TensorInfo::dtype);
-                let words = cols / 8;
-                let shift = 4 * AWQ_NIBBLE[(n % 8) as usize];
-                let (c, mut last, mut z, mut s) = (n / 8, u64::MAX, 0i64, 0f64);
-                for (i, k) in (k0..).take(len).enumerate() {
-                    let g = k / group;
-                    if g != last {
-                        last = g;
-                        z = i64::from((word(qz, g * words + c) >> shift) & 15);
-                        s = scalar(sc, sd, g * cols + n);
-                    }
-                    let q = (word(qw, k * words + c) >> shift) & 15;
-                    put(i, round_to(vd, (i64::from(q) - z) as f64 * s), q as i32);
-                }
-            }
-            Layout::CtPack {
-                packed,
-                scale,
-                zero,
-                g_idx,
-                bits,
-                dense,
-                row_bytes,
-                ..
-            } => {
-                let (pk, sc) = (self.bytes(packed), self.bytes(scale.t));
-                let gi = g_idx.map(|t| self.bytes(t));
-                let half = 1i64 << (bits - 1);
-                let per = u64::from(32 / bits);
-                let mask = (1u32 << bits) - 1;
-                let zb = zero.map(|(t, p)| {
-                    (
-                        self.bytes(t),
-                        p,
-                        self.ck.info(t).map_or(Dtype::I32, crate::TensorInfo::dtype),
-                    )
-                });
-                let (mut last, mut z, mut s) = (u64::MAX, 0i64, 0f64);
-                for (i, k) in (k0..).take(len).enumerate() {
-                    let g = match gi {
-                        Some(b) => word(b, k) as i32 as u64,
-                        None => k / scale.grid.width,
-                    };
-                    if g != last {
-                        last = g;
-                        s = scalar(sc, scale.dtype, n * scale.grid.cols + g);
-                        z = match zb {
-                            None => 0,
-                            Some((zbytes, true, _)) => {
-                                let u = if dense {
-                                    column_stream(
-                                        zbytes,
-                                        scale.grid.cols,
-                                        g,
-                                        n * u64::from(bits),
-                                        bits,
-                                    )
-                                } else {
-                                    (word(zbytes, (n / per) * scale.grid.cols + g)
-                                        >> ((n % per) as u32 * bits))
-                                        & mask
-                                };
-                                i64::from(u) - half
+            None => {
+                for (g, at, count) in segments(k0, out.len(), group) {
+                    let lut = group_table(g);
+                    if let (4, Some(t)) = (bits, lut.as_ref()) {
+                        // Eight codes per word down the column: one read each.
+                        let (mut cached, mut w) = (u64::MAX, 0u32);
+                        for i in at..at + count {
+                            let k = k0 + i as u64;
+                            if k / 8 != cached {
+                                cached = k / 8;
+                                w = word(qw, cached * cols + n);
                             }
-                            Some((zbytes, false, zd)) => {
-                                scalar(zbytes, zd, n * scale.grid.cols + g) as i64
-                            }
-                        };
+                            let q = (w >> (4 * (k % 8))) & 15;
+                            out.put(i, t[q as usize], q as i32);
+                        }
+                        continue;
                     }
-                    let u = if dense {
-                        stream(pk, n * row_bytes * 8 + k * u64::from(bits), bits)
-                    } else {
-                        (word(pk, n * (row_bytes / 4) + k / per) >> ((k % per) as u32 * bits))
-                            & mask
-                    };
-                    let q = i64::from(u) - half;
-                    put(i, round_to(vd, (q - z) as f64 * s), q as i32);
-                }
-            }
-            Layout::Scaled {
-                weight,
-                code,
-                scale,
-                zero,
-                per_127,
-                k: cols,
-                ..
-            } => {
-                let (w, sc) = (self.bytes(weight), self.bytes(scale.t));
-                let zb = zero.map(|z| (self.bytes(z.t), z.dtype));
-                let table = code_table_f32(code);
-                let (mut last, mut s, mut z) = (u64::MAX, 0f64, 0f64);
-                for (i, k) in (k0..).take(len).enumerate() {
-                    let at = scale.grid.index(n, k);
-                    if at != last {
-                        last = at;
-                        s = scalar(sc, scale.dtype, at);
-                        z = zb.map_or(0.0, |(b, d)| scalar(b, d, at));
+                    for i in at..at + count {
+                        let q = code(k0 + i as u64);
+                        out.put(i, lookup(lut.as_ref(), q, || value(g, q)), q as i32);
                     }
-                    let byte = usize::try_from(n * cols + k)
-                        .ok()
-                        .and_then(|j| w.get(j))
-                        .copied()
-                        .unwrap_or(0);
-                    let (c, code_out) = match table {
-                        Some(t) => (
-                            f64::from(t.get(usize::from(byte)).copied().unwrap_or(0.0)),
-                            i32::from(byte),
-                        ),
-                        None => (f64::from(byte as i8), i32::from(byte as i8)),
-                    };
-                    let v = if per_127 {
-                        // bitsandbytes int8_vectorwise_dequant, in f32:
-                        // A * SCB * 7.874015718698502e-3.
-                        (c as f32 * s as f32) * BNB_INV_127
-                    } else {
-                        round_to(vd, (c - z) * s)
-                    };
-                    put(i, v, code_out);
-                }
-            }
-            Layout::Minifloat {
-                packed,
-                code,
-                scale,
-                global,
-                row_bytes,
-                ..
-            } => {
-                let (pk, sc) = (self.bytes(packed), self.bytes(scale.t));
-                let table = code_table_f32(code).unwrap_or(&[]);
-                let bits = code.bits();
-                let g = global
-                    .map(|(t, divides)| (scalar(self.bytes(t), Dtype::F32, 0) as f32, divides));
-                let (mut last, mut s) = (u64::MAX, 0f32);
-                for (i, k) in (k0..).take(len).enumerate() {
-                    let at = scale.grid.index(n, k);
-                    if at != last {
-                        last = at;
-                        let raw = scalar(sc, scale.dtype, at) as f32;
-                        s = match g {
-                            None => raw,
-                            Some((gs, true)) => raw / gs,
-                            Some((gs, false)) => raw * gs,
-                        };
-                    }
-                    let c = stream(pk, n * row_bytes * 8 + k * u64::from(bits), bits);
-                    let v = table.get(c as usize).copied().unwrap_or(0.0);
-                    put(i, round_to(vd, f64::from(v * s)), c as i32);
-                }
-            }
-            Layout::Bnb4 {
-                weight,
-                absmax,
-                quant_map,
-                nested,
-                blocksize,
-                ..
-            } => {
-                let (w, am, qm) = (
-                    self.bytes(weight),
-                    self.bytes(absmax),
-                    self.bytes(quant_map),
-                );
-                let nest = nested.map(|x| {
-                    (
-                        self.bytes(x.absmax),
-                        self.bytes(x.map),
-                        x.blocksize,
-                        x.offset,
-                    )
-                });
-                let (mut last, mut a) = (u64::MAX, 0f32);
-                for (i, k) in (k0..).take(len).enumerate() {
-                    let j = n * self.cols + k;
-                    let b = j / blocksize;
-                    if b != last {
-                        last = b;
-                        a = match nest {
-                            None => scalar(am, Dtype::F32, b) as f32,
-                            Some((na, nm, nb, off)) => {
-                                let code = u64::from(am.get(b as usize).copied().unwrap_or(0));
-                                scalar(nm, Dtype::F32, code) as f32
-                                    * scalar(na, Dtype::F32, b / nb) as f32
-                                    + off
-                            }
-                        };
-                    }
-                    let byte = w.get((j / 2) as usize).copied().unwrap_or(0);
-                    let c = if j.is_multiple_of(2) {
-                        byte >> 4
-                    } else {
-                        byte & 15
-                    };
-                    let v = scalar(qm, Dtype::F32, u64::from(c)) as f32 * a;
-                    put(i, round_to(vd, f64::from(v)), i32::from(c));
-                }
-            }
-            Layout::MlxAffine {
-                weight,
-                scales,
-                biases,
-                bits,
-                group,
-                k: cols,
-                ..
-            } => {
-                let (w, sc, bi) = (self.bytes(weight), self.bytes(scales), self.bytes(biases));
-                let sd = self
-                    .ck
-                    .info(scales)
-                    .map_or(Dtype::BF16, crate::TensorInfo::dtype);
-                let groups = cols / group;
-                let row_bits = (cols * u64::from(bits)).div_ceil(32) * 32;
-                let (mut last, mut s, mut b) = (u64::MAX, 0f64, 0f64);
-                for (i, k) in (k0..).take(len).enumerate() {
-                    let g = k / group;
-                    if g != last {
-                        last = g;
-                        s = scalar(sc, sd, n * groups + g);
-                        b = scalar(bi, sd, n * groups + g);
-                    }
-                    let q = stream(w, n * row_bits + k * u64::from(bits), bits);
-                    let sq = f64::from(round_to(vd, s * f64::from(q)));
-                    put(i, round_to(vd, sq + b), q as i32);
                 }
             }
         }
+    }
+
+    #[expect(
+        clippy::many_single_char_names,
+        reason = "the formula's own names: row n, column k, code q, zero z, scale s"
+    )]
+    fn awq(&self, n: u64, k0: u64, out: &mut Out<'_>) {
+        let Layout::Awq {
+            qweight,
+            qzeros,
+            scales,
+            n: cols,
+            group,
+            ..
+        } = *self.layout
+        else {
+            return;
+        };
+        let vd = self.lt.value_dtype;
+        let (qw, qz, sc) = (self.bytes(qweight), self.bytes(qzeros), self.bytes(scales));
+        let sd = self.dtype_of(scales, Dtype::F16);
+        let words = cols / 8;
+        let shift = 4 * AWQ_NIBBLE[(n % 8) as usize];
+        let c = n / 8;
+        let value = |g: u64, q: u32| {
+            let z = i64::from((word(qz, g * words + c) >> shift) & 15);
+            let s = scalar(sc, sd, g * cols + n);
+            int_value(vd, i64::from(q) - z, s, sd)
+        };
+        for (g, at, count) in segments(k0, out.len(), group) {
+            let z = i64::from((word(qz, g * words + c) >> shift) & 15);
+            let s = scalar(sc, sd, g * cols + n);
+            let lut = table(4, |q| int_value(vd, i64::from(q) - z, s, sd));
+            for i in at..at + count {
+                let q = (word(qw, (k0 + i as u64) * words + c) >> shift) & 15;
+                out.put(i, lookup(lut.as_ref(), q, || value(g, q)), q as i32);
+            }
+        }
+    }
+
+    #[expect(
+        clippy::many_single_char_names,
+        reason = "the formula's own names: row n, column k, code q, zero z, scale s"
+    )]
+    fn ct_pack(&self, n: u64, k0: u64, out: &mut Out<'_>) {
+        let Layout::CtPack {
+            packed,
+            scale,
+            zero,
+            g_idx,
+            bits,
+            dense,
+            row_bytes,
+            ..
+        } = *self.layout
+        else {
+            return;
+        };
+        let vd = self.lt.value_dtype;
+        let (pk, sc) = (self.bytes(packed), self.bytes(scale.t));
+        let half = 1i64 << (bits - 1);
+        let per = u64::from(32 / bits);
+        let mask = (1u32 << bits) - 1;
+        let zb = zero.map(|(t, p)| (self.bytes(t), p, self.dtype_of(t, Dtype::I32)));
+        let cols = scale.grid.cols;
+        // Zero points are offset-binary like the codes, packed down N.
+        let zero_of = |g: u64| -> i64 {
+            match zb {
+                None => 0,
+                Some((zbytes, true, _)) => {
+                    let u = if dense {
+                        column_stream(zbytes, cols, g, n * u64::from(bits), bits)
+                    } else {
+                        (word(zbytes, (n / per) * cols + g) >> ((n % per) as u32 * bits)) & mask
+                    };
+                    i64::from(u) - half
+                }
+                Some((zbytes, false, zd)) => scalar(zbytes, zd, n * cols + g) as i64,
+            }
+        };
+        let value = |g: u64, u: u32| {
+            let s = scalar(sc, scale.dtype, n * cols + g);
+            int_value(vd, i64::from(u) - half - zero_of(g), s, scale.dtype)
+        };
+        let code = |k: u64| {
+            if dense {
+                stream(pk, n * row_bytes * 8 + k * u64::from(bits), bits)
+            } else {
+                (word(pk, n * (row_bytes / 4) + k / per) >> ((k % per) as u32 * bits)) & mask
+            }
+        };
+        match g_idx {
+            Some(t) => {
+                let gi = self.bytes(t);
+                let mut luts = Luts::new(bits, cols, true);
+                for i in 0..out.len() {
+                    let k = k0 + i as u64;
+                    let g = word(gi, k) as i32 as u64;
+                    let u = code(k);
+                    let v = match luts.as_mut() {
+                        Some(l) => l.value(g, u, |x| value(g, x)),
+                        None => value(g, u),
+                    };
+                    out.put(i, v, (i64::from(u) - half) as i32);
+                }
+            }
+            None => {
+                for (g, at, count) in segments(k0, out.len(), scale.grid.width) {
+                    let (z, s) = (zero_of(g), scalar(sc, scale.dtype, n * cols + g));
+                    let lut = table(bits, |u| {
+                        int_value(vd, i64::from(u) - half - z, s, scale.dtype)
+                    });
+                    if let (4, true, Some(t)) = (bits, dense, lut.as_ref()) {
+                        // Values by code; the codes reported are signed.
+                        nibbles(
+                            pk,
+                            n * row_bytes * 2 + k0 + at as u64,
+                            false,
+                            t,
+                            out,
+                            at,
+                            count,
+                        );
+                        if let Some(cs) = out.run(at, count).1 {
+                            for c in cs {
+                                *c -= half as i32;
+                            }
+                        }
+                        continue;
+                    }
+                    for i in at..at + count {
+                        let u = code(k0 + i as u64);
+                        let v = lookup(lut.as_ref(), u, || value(g, u));
+                        out.put(i, v, (i64::from(u) - half) as i32);
+                    }
+                }
+            }
+        }
+    }
+
+    #[expect(
+        clippy::many_single_char_names,
+        reason = "the formula's own names: row n, column k, code q, zero z, scale s"
+    )]
+    fn scaled(&self, n: u64, k0: u64, out: &mut Out<'_>) {
+        let Layout::Scaled {
+            weight,
+            code,
+            scale,
+            zero,
+            per_127,
+            k: cols,
+            ..
+        } = *self.layout
+        else {
+            return;
+        };
+        let vd = self.lt.value_dtype;
+        let (w, sc) = (self.bytes(weight), self.bytes(scale.t));
+        let zb = zero.map(|z| (self.bytes(z.t), z.dtype));
+        let table = code_table_f32(code);
+        let base = usize::try_from(n * cols).unwrap_or(usize::MAX);
+        let grid_row = (n / scale.grid.rows) * scale.grid.cols;
+        for (g, at, count) in segments(k0, out.len(), scale.grid.width) {
+            let s = scalar(sc, scale.dtype, grid_row + g);
+            let z = zb.map_or(0.0, |(b, d)| scalar(b, d, grid_row + g));
+            for i in at..at + count {
+                let byte = base
+                    .checked_add(usize::try_from(k0).unwrap_or(usize::MAX))
+                    .and_then(|j| j.checked_add(i))
+                    .and_then(|j| w.get(j))
+                    .copied()
+                    .unwrap_or(0);
+                let (c, code_out) = match table {
+                    Some(t) => (
+                        f64::from(t.get(usize::from(byte)).copied().unwrap_or(0.0)),
+                        i32::from(byte),
+                    ),
+                    None => (f64::from(byte as i8), i32::from(byte as i8)),
+                };
+                let v = if per_127 {
+                    // bitsandbytes int8_vectorwise_dequant, in f32:
+                    // A * SCB * 7.874015718698502e-3.
+                    (c as f32 * s as f32) * BNB_INV_127
+                } else if scale.dtype == Dtype::F64 {
+                    round_to(vd, (c - z) * s)
+                } else {
+                    // An 8-bit code (less a zero point) times a scale of at
+                    // most 24 significant bits rounds once in f32, as in f64.
+                    cast_f32(vd, (c - z) as f32 * s as f32)
+                };
+                out.put(i, v, code_out);
+            }
+        }
+    }
+
+    fn minifloat(&self, n: u64, k0: u64, out: &mut Out<'_>) {
+        let Layout::Minifloat {
+            packed,
+            code,
+            scale,
+            global,
+            row_bytes,
+            ..
+        } = *self.layout
+        else {
+            return;
+        };
+        let vd = self.lt.value_dtype;
+        let (pk, sc) = (self.bytes(packed), self.bytes(scale.t));
+        let table = code_table_f32(code).unwrap_or(&[]);
+        let bits = code.bits();
+        let global =
+            global.map(|(t, divides)| (scalar(self.bytes(t), Dtype::F32, 0) as f32, divides));
+        let grid_row = (n / scale.grid.rows) * scale.grid.cols;
+        let row_bit = n * row_bytes * 8;
+        for (g, at, count) in segments(k0, out.len(), scale.grid.width) {
+            let raw = scalar(sc, scale.dtype, grid_row + g) as f32;
+            let s = match global {
+                None => raw,
+                Some((gs, true)) => raw / gs,
+                Some((gs, false)) => raw * gs,
+            };
+            if bits == 4 && row_bit.is_multiple_of(8) {
+                let mut lut = [0f32; 16];
+                for (c, v) in lut.iter_mut().enumerate() {
+                    // The libraries multiply in f32, then cast.
+                    *v = cast_f32(vd, table.get(c).copied().unwrap_or(0.0) * s);
+                }
+                nibbles(
+                    pk,
+                    row_bit / 4 + k0 + at as u64,
+                    false,
+                    &lut,
+                    out,
+                    at,
+                    count,
+                );
+                continue;
+            }
+            for i in at..at + count {
+                let c = stream(pk, row_bit + (k0 + i as u64) * u64::from(bits), bits);
+                let v = table.get(c as usize).copied().unwrap_or(0.0);
+                // The libraries multiply in f32, then cast.
+                out.put(i, cast_f32(vd, v * s), c as i32);
+            }
+        }
+    }
+
+    fn bnb4(&self, n: u64, k0: u64, out: &mut Out<'_>) {
+        let Layout::Bnb4 {
+            weight,
+            absmax,
+            quant_map,
+            nested,
+            blocksize,
+            ..
+        } = *self.layout
+        else {
+            return;
+        };
+        let vd = self.lt.value_dtype;
+        let (w, am, qm) = (
+            self.bytes(weight),
+            self.bytes(absmax),
+            self.bytes(quant_map),
+        );
+        let nest = nested.map(|x| {
+            (
+                self.bytes(x.absmax),
+                self.bytes(x.map),
+                x.blocksize,
+                x.offset,
+            )
+        });
+        let first = n * self.cols + k0;
+        for (b, at, count) in segments(first, out.len(), blocksize) {
+            let a = match nest {
+                None => scalar(am, Dtype::F32, b) as f32,
+                Some((na, nm, nb, off)) => {
+                    // The absmax itself dequantized: map[code] × its own
+                    // block's absmax + offset, in f32.
+                    let code = u64::from(am.get(b as usize).copied().unwrap_or(0));
+                    scalar(nm, Dtype::F32, code) as f32 * scalar(na, Dtype::F32, b / nb) as f32
+                        + off
+                }
+            };
+            // f32 product, then the cast to the blob's dtype.
+            let mut lut = [0f32; 16];
+            for (c, v) in lut.iter_mut().enumerate() {
+                *v = cast_f32(vd, scalar(qm, Dtype::F32, c as u64) as f32 * a);
+            }
+            // High nibble first.
+            nibbles(w, first + at as u64, true, &lut, out, at, count);
+        }
+    }
+
+    #[expect(
+        clippy::many_single_char_names,
+        reason = "the formula's own names: row n, column k, code q, zero z, scale s"
+    )]
+    fn mlx(&self, n: u64, k0: u64, out: &mut Out<'_>) {
+        let Layout::MlxAffine {
+            weight,
+            scales,
+            biases,
+            bits,
+            group,
+            k: cols,
+            ..
+        } = *self.layout
+        else {
+            return;
+        };
+        let vd = self.lt.value_dtype;
+        let (w, sc, bi) = (self.bytes(weight), self.bytes(scales), self.bytes(biases));
+        let sd = self.dtype_of(scales, Dtype::BF16);
+        let groups = cols / group;
+        let row_bits = (cols * u64::from(bits)).div_ceil(32) * 32;
+        // Two roundings, as MLX computes in the scales' dtype.
+        let value = |g: u64, q: u32| {
+            let s = scalar(sc, sd, n * groups + g);
+            let b = scalar(bi, sd, n * groups + g);
+            let sq = f64::from(round_to(vd, s * f64::from(q)));
+            round_to(vd, sq + b)
+        };
+        for (g, at, count) in segments(k0, out.len(), group) {
+            let s = scalar(sc, sd, n * groups + g);
+            let b = scalar(bi, sd, n * groups + g);
+            let lut = table(bits, |q| {
+                // s·q is exact in f32 (8 bits times a 16-bit scale); the sum
+                // is too unless the exponents are far apart.
+                let sq = if q < 256 && matches!(sd, Dtype::F16 | Dtype::BF16) {
+                    cast_f32(vd, s as f32 * q as f32)
+                } else {
+                    round_to(vd, s * f64::from(q))
+                };
+                let sum = sq + b as f32;
+                if f64::from(sum) == f64::from(sq) + b {
+                    cast_f32(vd, sum)
+                } else {
+                    round_to(vd, f64::from(sq) + b)
+                }
+            });
+            if let (4, Some(t)) = (bits, lut.as_ref()) {
+                nibbles(
+                    w,
+                    n * row_bits / 4 + k0 + at as u64,
+                    false,
+                    t,
+                    out,
+                    at,
+                    count,
+                );
+                continue;
+            }
+            for i in at..at + count {
+                let q = stream(w, n * row_bits + (k0 + i as u64) * u64::from(bits), bits);
+                out.put(i, lookup(lut.as_ref(), q, || value(g, q)), q as i32);
+            }
+        }
+    }
+
+    /// The dtype of a part (`or` when it is gone).
+    fn dtype_of(&self, t: TensorRef, or: Dtype) -> Dtype {
+        self.ck.info(t).map_or(or, crate::TensorInfo::dtype)
+    }
+}
+
+/// Where a run's values (and codes) go.
+struct Out<'b> {
+    vals: &'b mut [f32],
+    codes: Option<&'b mut [i32]>,
+}
+
+impl Out<'_> {
+    fn len(&self) -> usize {
+        self.vals.len()
+    }
+
+    /// The values (and codes) of positions `at..at + count`.
+    fn run(&mut self, at: usize, count: usize) -> (&mut [f32], Option<&mut [i32]>) {
+        let end = (at + count).min(self.vals.len());
+        let at = at.min(end);
+        (
+            &mut self.vals[at..end],
+            self.codes.as_deref_mut().map(|c| &mut c[at..end]),
+        )
+    }
+
+    #[inline]
+    fn put(&mut self, i: usize, v: f32, c: i32) {
+        if let Some(slot) = self.vals.get_mut(i) {
+            *slot = v;
+        }
+        if let Some(slot) = self.codes.as_deref_mut().and_then(|cs| cs.get_mut(i)) {
+            *slot = c;
+        }
+    }
+}
+
+/// The runs of `k0..k0 + len` that stay in one group of `width` columns:
+/// (group, offset in the run, length).
+fn segments(k0: u64, len: usize, width: u64) -> impl Iterator<Item = (u64, usize, usize)> {
+    let width = width.max(1);
+    let end = k0.saturating_add(len as u64);
+    let mut k = k0;
+    std::iter::from_fn(move || {
+        if k >= end {
+            return None;
+        }
+        let g = k / width;
+        let stop = g.saturating_add(1).saturating_mul(width).min(end);
+        let item = (g, (k - k0) as usize, (stop - k) as usize);
+        k = stop;
+        Some(item)
+    })
+}
+
+/// A run of 4-bit codes packed two per byte from `first` (a code index:
+/// byte `first / 2`), low nibble first or high first, to their values in
+/// `lut`: the hot loop of every nibble-packed layout.
+fn nibbles(
+    bytes: &[u8],
+    first: u64,
+    high_first: bool,
+    lut: &[f32; 16],
+    out: &mut Out<'_>,
+    at: usize,
+    count: usize,
+) {
+    let Ok(start) = usize::try_from(first / 2) else {
+        return;
+    };
+    let (vals, mut codes) = out.run(at, count);
+    let odd = first % 2 == 1;
+    let split = |b: u8| {
+        if high_first {
+            (b >> 4, b & 15)
+        } else {
+            (b & 15, b >> 4)
+        }
+    };
+    let mut i = 0usize;
+    let mut byte = start;
+    if odd && !vals.is_empty() {
+        let (_, second) = split(bytes.get(byte).copied().unwrap_or(0));
+        vals[0] = lut[usize::from(second)];
+        if let Some(c) = codes.as_deref_mut() {
+            c[0] = i32::from(second);
+        }
+        i = 1;
+        byte += 1;
+    }
+    let pairs = (vals.len() - i) / 2;
+    let src = bytes.get(byte..byte + pairs).unwrap_or(&[]);
+    if let Some(codes) = codes {
+        for ((v, c), &b) in vals[i..i + 2 * src.len()]
+            .chunks_exact_mut(2)
+            .zip(codes[i..i + 2 * src.len()].chunks_exact_mut(2))
+            .zip(src)
+        {
+            let (x, y) = split(b);
+            v[0] = lut[usize::from(x)];
+            v[1] = lut[usize::from(y)];
+            c[0] = i32::from(x);
+            c[1] = i32::from(y);
+        }
+        i += 2 * src.len();
+        byte += src.len();
+        if i < vals.len() {
+            let (x, _) = split(bytes.get(byte).copied().unwrap_or(0));
+            vals[i] = lut[usize::from(x)];
+            codes[i] = i32::from(x);
+        }
+    } else {
+        for (v, &b) in vals[i..i + 2 * src.len()].chunks_exact_mut(2).zip(src) {
+            let (x, y) = split(b);
+            v[0] = lut[usize::from(x)];
+            v[1] = lut[usize::from(y)];
+        }
+        i += 2 * src.len();
+        byte += src.len();
+        if i < vals.len() {
+            let (x, _) = split(bytes.get(byte).copied().unwrap_or(0));
+            vals[i] = lut[usize::from(x)];
+        }
+    }
+}
+
+/// The 16 values of a group's codes, when codes have at most 4 bits.
+fn table(bits: u32, value: impl Fn(u32) -> f32) -> Option<[f32; 16]> {
+    (bits <= 4).then(|| {
+        let mut t = [0f32; 16];
+        for (q, v) in t.iter_mut().enumerate().take(1 << bits) {
+            *v = value(q as u32);
+        }
+        t
+    })
+}
+
+/// Code `q`'s value from a group's table, or computed.
+#[inline]
+fn lookup(table: Option<&[f32; 16]>, q: u32, value: impl Fn() -> f32) -> f32 {
+    match table.and_then(|t| t.get(q as usize)) {
+        Some(v) => *v,
+        None => value(),
     }
 }
 

@@ -31,13 +31,6 @@ pub(crate) struct Grid {
     pub cols: u64,
 }
 
-impl Grid {
-    /// The index of the scale of element `(n, k)`.
-    pub fn index(self, n: u64, k: u64) -> u64 {
-        (n / self.rows) * self.cols + k / self.width
-    }
-}
-
 /// A scale tensor, how its bytes decode, and which elements it covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Scale {

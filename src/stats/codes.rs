@@ -162,6 +162,19 @@ fn count(
         .collect())
 }
 
+/// Every figure of a 16-bit dtype's values from the count of each of its
+/// 65,536 codes (`dense[code]`), as [`stats`] derives them from a tensor.
+pub(crate) fn stats_from_counts(dtype: Dtype, dense: &[u64], options: &StatsOptions) -> ValueStats {
+    let sorted: Vec<(u32, u64)> = (0..1u32 << dtype.bits())
+        .map(|k| code_of(dtype, k))
+        .filter_map(|code| {
+            let c = *dense.get(code as usize)?;
+            (c > 0).then_some((code, c))
+        })
+        .collect();
+    derive(dtype, &sorted, options)
+}
+
 /// Byte ranges of at most [`CHUNK_BYTES`] covering `bytes`, counted in
 /// parallel into `T` tables that are flushed into u64 totals per chunk.
 fn dense_u16(

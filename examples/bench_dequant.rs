@@ -4,7 +4,7 @@
 //!
 //! ```sh
 //! cargo run --release --example bench_dequant            # 64 Mi elements per family
-//! cargo run --release --example bench_dequant -- --melems 256 --runs 5
+//! cargo run --release --example bench_dequant -- --melems 256 --runs 5 --only MXFP4
 //! ```
 //!
 //! For each family it writes a checkpoint of one `[N, K]` weight (random
@@ -374,11 +374,13 @@ fn sum_bytes(ck: &Checkpoint) -> u64 {
 fn main() {
     let mut melems = 64u64;
     let mut runs = 3usize;
+    let mut only: Option<String> = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--melems" => melems = args.next().and_then(|v| v.parse().ok()).unwrap_or(melems),
             "--runs" => runs = args.next().and_then(|v| v.parse().ok()).unwrap_or(runs),
+            "--only" => only = args.next(),
             other => panic!("unknown argument {other}"),
         }
     }
@@ -398,6 +400,12 @@ fn main() {
         "", "(all thr.)", "G el/s", "G el/s", "G el/s", "G el/s"
     );
     for (i, case) in cases(n).iter().enumerate() {
+        if only
+            .as_ref()
+            .is_some_and(|o| !case.name.contains(o.as_str()))
+        {
+            continue;
+        }
         let path = write_case(&dir.path().join(format!("c{i}")), case);
         let ck = Checkpoint::open(&path).expect("open");
         let q = quant::detect(&ck).expect("quantized");

@@ -58,7 +58,11 @@ fn to_f32_odd(x: f64) -> f32 {
 }
 
 /// Rounds an f32 to bf16 (nearest even), as a cast of an f32 result.
-#[inline]
+#[expect(
+    clippy::inline_always,
+    reason = "measured: per-element helpers the optimiser left as calls (20% of a 4-bit decode)"
+)]
+#[inline(always)]
 fn bf16_of_f32(x: f32) -> f32 {
     if x.is_nan() {
         return x;
@@ -80,7 +84,11 @@ fn int_value(dtype: Dtype, q_minus_z: i64, s: f64, scale_dtype: Dtype) -> f32 {
 }
 
 /// An f32 result cast to the value dtype, as torch's `.to(dtype)` does.
-#[inline]
+#[expect(
+    clippy::inline_always,
+    reason = "measured: per-element helpers the optimiser left as calls (20% of a 4-bit decode)"
+)]
+#[inline(always)]
 fn cast_f32(dtype: Dtype, x: f32) -> f32 {
     match dtype {
         Dtype::BF16 => bf16_of_f32(x),
@@ -383,20 +391,51 @@ impl<'a> Dequantizer<'a> {
         total
     }
 
+    /// Counts elements `first..first + len` into `counts` (see [`Counts`]):
+    /// the values' 16-bit codes and the integer codes, as
+    /// [`Dequantizer::values_and_codes`] would give them, without writing
+    /// them out (a group of codes of at most 4 bits costs one increment per
+    /// element and 16 at its end).
+    pub fn count16(&self, first: u64, len: u64, counts: &mut Counts) {
+        let end = first.saturating_add(len).min(self.len);
+        let mut at = first;
+        while at < end && !counts.failed {
+            let (row, col) = (at / self.cols, at % self.cols);
+            let take = (self.cols - col).min(end - at);
+            let mut out = Out {
+                len: usize::try_from(take).unwrap_or(0),
+                vals: &mut [],
+                codes: None,
+                count: Some(counts),
+            };
+            self.row_into(row, col, &mut out);
+            at += take;
+        }
+    }
+
     /// Elements `k0..k0 + out.len()` of row `n`: one method per layout,
     /// each its formula. Runs are cut into groups, so that nothing is
     /// divided per element; codes of at most 4 bits go through a table of
     /// the group's 16 values.
     fn row(&self, n: u64, k0: u64, vals: &mut [f32], codes: Option<&mut [i32]>) {
-        let mut out = Out { vals, codes };
+        let mut out = Out {
+            len: vals.len(),
+            vals,
+            codes,
+            count: None,
+        };
+        self.row_into(n, k0, &mut out);
+    }
+
+    fn row_into(&self, n: u64, k0: u64, out: &mut Out<'_>) {
         match *self.layout {
-            Layout::Gptq { .. } => self.gptq(n, k0, &mut out),
-            Layout::Awq { .. } => self.awq(n, k0, &mut out),
-            Layout::CtPack { .. } => self.ct_pack(n, k0, &mut out),
-            Layout::Scaled { .. } => self.scaled(n, k0, &mut out),
-            Layout::Minifloat { .. } => self.minifloat(n, k0, &mut out),
-            Layout::Bnb4 { .. } => self.bnb4(n, k0, &mut out),
-            Layout::MlxAffine { .. } => self.mlx(n, k0, &mut out),
+            Layout::Gptq { .. } => self.gptq(n, k0, out),
+            Layout::Awq { .. } => self.awq(n, k0, out),
+            Layout::CtPack { .. } => self.ct_pack(n, k0, out),
+            Layout::Scaled { .. } => self.scaled(n, k0, out),
+            Layout::Minifloat { .. } => self.minifloat(n, k0, out),
+            Layout::Bnb4 { .. } => self.bnb4(n, k0, out),
+            Layout::MlxAffine { .. } => self.mlx(n, k0, out),
         }
     }
 
@@ -479,13 +518,20 @@ impl<'a> Dequantizer<'a> {
                                 w = word(qw, cached * cols + n);
                             }
                             let q = (w >> (4 * (k % 8))) & 15;
-                            out.put(i, t[q as usize], q as i32);
+                            out.coded(i, t, q, 0);
                         }
+                        out.end_group(t, 0);
                         continue;
                     }
                     for i in at..at + count {
                         let q = code(k0 + i as u64);
-                        out.put(i, lookup(lut.as_ref(), q, || value(g, q)), q as i32);
+                        match lut.as_ref() {
+                            Some(t) => out.coded(i, t, q, 0),
+                            None => out.put(i, value(g, q), q as i32),
+                        }
+                    }
+                    if let Some(t) = lut.as_ref() {
+                        out.end_group(t, 0);
                     }
                 }
             }
@@ -525,7 +571,13 @@ impl<'a> Dequantizer<'a> {
             let lut = table(4, |q| int_value(vd, i64::from(q) - z, s, sd));
             for i in at..at + count {
                 let q = (word(qw, (k0 + i as u64) * words + c) >> shift) & 15;
-                out.put(i, lookup(lut.as_ref(), q, || value(g, q)), q as i32);
+                match lut.as_ref() {
+                    Some(t) => out.coded(i, t, q, 0),
+                    None => out.put(i, value(g, q), q as i32),
+                }
+            }
+            if let Some(t) = lut.as_ref() {
+                out.end_group(t, 0);
             }
         }
     }
@@ -609,21 +661,22 @@ impl<'a> Dequantizer<'a> {
                             n * row_bytes * 2 + k0 + at as u64,
                             false,
                             t,
+                            -(half as i32),
                             out,
                             at,
                             count,
                         );
-                        if let Some(cs) = out.run(at, count).1 {
-                            for c in cs {
-                                *c -= half as i32;
-                            }
-                        }
                         continue;
                     }
                     for i in at..at + count {
                         let u = code(k0 + i as u64);
-                        let v = lookup(lut.as_ref(), u, || value(g, u));
-                        out.put(i, v, (i64::from(u) - half) as i32);
+                        match lut.as_ref() {
+                            Some(t) => out.coded(i, t, u, -(half as i32)),
+                            None => out.put(i, value(g, u), (i64::from(u) - half) as i32),
+                        }
+                    }
+                    if let Some(t) = lut.as_ref() {
+                        out.end_group(t, -(half as i32));
                     }
                 }
             }
@@ -724,6 +777,7 @@ impl<'a> Dequantizer<'a> {
                     row_bit / 4 + k0 + at as u64,
                     false,
                     &lut,
+                    0,
                     out,
                     at,
                     count,
@@ -783,7 +837,7 @@ impl<'a> Dequantizer<'a> {
                 *v = cast_f32(vd, scalar(qm, Dtype::F32, c as u64) as f32 * a);
             }
             // High nibble first.
-            nibbles(w, first + at as u64, true, &lut, out, at, count);
+            nibbles(w, first + at as u64, true, &lut, 0, out, at, count);
         }
     }
 
@@ -840,6 +894,7 @@ impl<'a> Dequantizer<'a> {
                     n * row_bits / 4 + k0 + at as u64,
                     false,
                     t,
+                    0,
                     out,
                     at,
                     count,
@@ -848,7 +903,13 @@ impl<'a> Dequantizer<'a> {
             }
             for i in at..at + count {
                 let q = stream(w, n * row_bits + (k0 + i as u64) * u64::from(bits), bits);
-                out.put(i, lookup(lut.as_ref(), q, || value(g, q)), q as i32);
+                match lut.as_ref() {
+                    Some(t) => out.coded(i, t, q, 0),
+                    None => out.put(i, value(g, q), q as i32),
+                }
+            }
+            if let Some(t) = lut.as_ref() {
+                out.end_group(t, 0);
             }
         }
     }
@@ -859,18 +920,22 @@ impl<'a> Dequantizer<'a> {
     }
 }
 
-/// Where a run's values (and codes) go.
+/// Where a run's values (and codes) go: written out, or counted.
 struct Out<'b> {
+    len: usize,
     vals: &'b mut [f32],
     codes: Option<&'b mut [i32]>,
+    /// Counting instead of writing ([`Dequantizer::count16`]).
+    count: Option<&'b mut Counts>,
 }
 
 impl Out<'_> {
     fn len(&self) -> usize {
-        self.vals.len()
+        self.len
     }
 
-    /// The values (and codes) of positions `at..at + count`.
+    /// The values (and codes) of positions `at..at + count` (empty when
+    /// counting).
     fn run(&mut self, at: usize, count: usize) -> (&mut [f32], Option<&mut [i32]>) {
         let end = (at + count).min(self.vals.len());
         let at = at.min(end);
@@ -880,8 +945,13 @@ impl Out<'_> {
         )
     }
 
+    /// Element `i` is `v`, of code `c`.
     #[inline]
     fn put(&mut self, i: usize, v: f32, c: i32) {
+        if let Some(k) = self.count.as_deref_mut() {
+            k.add(v, c);
+            return;
+        }
         if let Some(slot) = self.vals.get_mut(i) {
             *slot = v;
         }
@@ -889,6 +959,135 @@ impl Out<'_> {
             *slot = c;
         }
     }
+
+    /// Element `i` has code `q` of a group whose values are `t` (its code
+    /// reported as `q + offset`); when counting, only `q` is counted, and
+    /// [`Out::end_group`] adds the group's counts.
+    #[inline]
+    fn coded(&mut self, i: usize, t: &[f32; 16], q: u32, offset: i32) {
+        if let Some(k) = self.count.as_deref_mut() {
+            if let Some(c) = k.group.get_mut(q as usize) {
+                *c += 1;
+            }
+            return;
+        }
+        let v = t.get(q as usize).copied().unwrap_or(0.0);
+        if let Some(slot) = self.vals.get_mut(i) {
+            *slot = v;
+        }
+        if let Some(slot) = self.codes.as_deref_mut().and_then(|cs| cs.get_mut(i)) {
+            *slot = q as i32 + offset;
+        }
+    }
+
+    /// The end of a group whose codes went through [`Out::coded`].
+    fn end_group(&mut self, t: &[f32; 16], offset: i32) {
+        if let Some(k) = self.count.as_deref_mut() {
+            k.flush(t, offset);
+        }
+    }
+}
+
+/// What [`Dequantizer::count16`] gathers: how many elements hold each
+/// 16-bit code of the values (in `dtype`), and each integer code.
+#[derive(Debug, Clone)]
+pub struct Counts {
+    dtype: Dtype,
+    /// Elements per 16-bit code of their value.
+    pub dense: Vec<u64>,
+    /// Elements per integer code, from [`Dequantizer::code_range`]'s low end.
+    pub codes: Vec<u64>,
+    low: i32,
+    /// A value was not of `dtype`: the counts are not the figures.
+    pub failed: bool,
+    group: [u64; 16],
+}
+
+impl Counts {
+    /// Empty counts for the values of `dq`, in `dtype` (F16 or BF16).
+    pub fn new(dq: &Dequantizer<'_>, dtype: Dtype) -> Self {
+        let (lo, hi) = dq.code_range();
+        let width = usize::try_from(i64::from(hi) - i64::from(lo) + 1).unwrap_or(1);
+        Self {
+            dtype,
+            dense: vec![0; 1 << 16],
+            codes: vec![0; width],
+            low: lo,
+            failed: false,
+            group: [0; 16],
+        }
+    }
+
+    /// The 16-bit dtype counted in.
+    pub fn dtype(&self) -> Dtype {
+        self.dtype
+    }
+
+    #[inline]
+    fn add(&mut self, v: f32, c: i32) {
+        match code16(self.dtype, v) {
+            Some(x) => self.dense[usize::from(x)] += 1,
+            None => self.failed = true,
+        }
+        if let Some(slot) = usize::try_from(i64::from(c) - i64::from(self.low))
+            .ok()
+            .and_then(|i| self.codes.get_mut(i))
+        {
+            *slot += 1;
+        }
+    }
+
+    fn flush(&mut self, t: &[f32; 16], offset: i32) {
+        for (q, n) in self.group.iter_mut().enumerate() {
+            if *n == 0 {
+                continue;
+            }
+            match code16(self.dtype, t[q]) {
+                Some(x) => self.dense[usize::from(x)] += *n,
+                None => self.failed = true,
+            }
+            if let Some(slot) = usize::try_from(i64::from(q as i32 + offset) - i64::from(self.low))
+                .ok()
+                .and_then(|i| self.codes.get_mut(i))
+            {
+                *slot += *n;
+            }
+            *n = 0;
+        }
+    }
+
+    /// Adds `other`'s counts (of another run of the same tensor).
+    pub fn merge(&mut self, other: &Self) {
+        for (a, b) in self.dense.iter_mut().zip(&other.dense) {
+            *a += b;
+        }
+        for (a, b) in self.codes.iter_mut().zip(&other.codes) {
+            *a += b;
+        }
+        self.failed |= other.failed;
+    }
+}
+
+/// The 16-bit code of `v` in `dtype` (F16, or BF16), when `v` is a value
+/// of it.
+#[expect(
+    clippy::inline_always,
+    reason = "measured: per-element helpers the optimiser left as calls (20% of a 4-bit decode)"
+)]
+#[inline(always)]
+pub(crate) fn code16(dtype: Dtype, v: f32) -> Option<u16> {
+    let bits = v.to_bits();
+    if dtype == Dtype::BF16 {
+        return (bits.trailing_zeros() >= 16).then_some((bits >> 16) as u16);
+    }
+    // Normal f16 values: rebias the exponent, drop 13 zero bits.
+    let exp = (bits >> 23) & 0xff;
+    if (113..=142).contains(&exp) && bits.trailing_zeros() >= 13 {
+        let sign = (bits >> 16) & 0x8000;
+        return Some((sign | ((exp - 112) << 10) | ((bits >> 13) & 0x3ff)) as u16);
+    }
+    let h = f16::from_f32(v);
+    (h.to_f32().to_bits() == bits || v.is_nan()).then_some(h.to_bits())
 }
 
 /// The runs of `k0..k0 + len` that stay in one group of `width` columns:
@@ -911,12 +1110,18 @@ fn segments(k0: u64, len: usize, width: u64) -> impl Iterator<Item = (u64, usize
 
 /// A run of 4-bit codes packed two per byte from `first` (a code index:
 /// byte `first / 2`), low nibble first or high first, to their values in
-/// `lut`: the hot loop of every nibble-packed layout.
+/// `lut` (codes reported as `q + offset`): the hot loop of every
+/// nibble-packed layout. When counting, the codes are counted.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the bytes and their packing, the group's table, and the run"
+)]
 fn nibbles(
     bytes: &[u8],
     first: u64,
     high_first: bool,
     lut: &[f32; 16],
+    offset: i32,
     out: &mut Out<'_>,
     at: usize,
     count: usize,
@@ -924,8 +1129,6 @@ fn nibbles(
     let Ok(start) = usize::try_from(first / 2) else {
         return;
     };
-    let (vals, mut codes) = out.run(at, count);
-    let odd = first % 2 == 1;
     let split = |b: u8| {
         if high_first {
             (b >> 4, b & 15)
@@ -933,50 +1136,70 @@ fn nibbles(
             (b & 15, b >> 4)
         }
     };
-    let mut i = 0usize;
-    let mut byte = start;
-    if odd && !vals.is_empty() {
-        let (_, second) = split(bytes.get(byte).copied().unwrap_or(0));
-        vals[0] = lut[usize::from(second)];
-        if let Some(c) = codes.as_deref_mut() {
-            c[0] = i32::from(second);
+    let odd = first % 2 == 1;
+    let lead = usize::from(odd).min(count);
+    let pairs = (count - lead) / 2;
+    let tail = count - lead - 2 * pairs;
+    let first_byte = start + usize::from(odd);
+    let src = bytes.get(first_byte..first_byte + pairs).unwrap_or(&[]);
+    let edge = |b: usize, second: bool| {
+        let (x, y) = split(bytes.get(b).copied().unwrap_or(0));
+        u32::from(if second { y } else { x })
+    };
+    if let Some(k) = out.count.as_deref_mut() {
+        // Two sets of counters, so that equal neighbours do not wait on
+        // each other's increment.
+        let mut twin = [[0u32; 16]; 2];
+        if lead == 1 {
+            twin[0][edge(start, true) as usize] += 1;
         }
-        i = 1;
-        byte += 1;
+        for &b in src {
+            let (x, y) = split(b);
+            twin[0][usize::from(x)] += 1;
+            twin[1][usize::from(y)] += 1;
+        }
+        if tail == 1 {
+            twin[1][edge(first_byte + pairs, false) as usize] += 1;
+        }
+        for (g, (a, b)) in k.group.iter_mut().zip(twin[0].iter().zip(&twin[1])) {
+            *g += u64::from(*a) + u64::from(*b);
+        }
+        k.flush(lut, offset);
+        return;
     }
-    let pairs = (vals.len() - i) / 2;
-    let src = bytes.get(byte..byte + pairs).unwrap_or(&[]);
-    if let Some(codes) = codes {
-        for ((v, c), &b) in vals[i..i + 2 * src.len()]
-            .chunks_exact_mut(2)
-            .zip(codes[i..i + 2 * src.len()].chunks_exact_mut(2))
-            .zip(src)
-        {
-            let (x, y) = split(b);
-            v[0] = lut[usize::from(x)];
-            v[1] = lut[usize::from(y)];
-            c[0] = i32::from(x);
-            c[1] = i32::from(y);
+    if lead == 1 {
+        out.coded(at, lut, edge(start, true), offset);
+    }
+    let (vals, codes) = out.run(at + lead, 2 * src.len());
+    match codes {
+        Some(codes) => {
+            for ((v, c), &b) in vals
+                .chunks_exact_mut(2)
+                .zip(codes.chunks_exact_mut(2))
+                .zip(src)
+            {
+                let (x, y) = split(b);
+                v[0] = lut[usize::from(x)];
+                v[1] = lut[usize::from(y)];
+                c[0] = i32::from(x) + offset;
+                c[1] = i32::from(y) + offset;
+            }
         }
-        i += 2 * src.len();
-        byte += src.len();
-        if i < vals.len() {
-            let (x, _) = split(bytes.get(byte).copied().unwrap_or(0));
-            vals[i] = lut[usize::from(x)];
-            codes[i] = i32::from(x);
+        None => {
+            for (v, &b) in vals.chunks_exact_mut(2).zip(src) {
+                let (x, y) = split(b);
+                v[0] = lut[usize::from(x)];
+                v[1] = lut[usize::from(y)];
+            }
         }
-    } else {
-        for (v, &b) in vals[i..i + 2 * src.len()].chunks_exact_mut(2).zip(src) {
-            let (x, y) = split(b);
-            v[0] = lut[usize::from(x)];
-            v[1] = lut[usize::from(y)];
-        }
-        i += 2 * src.len();
-        byte += src.len();
-        if i < vals.len() {
-            let (x, _) = split(bytes.get(byte).copied().unwrap_or(0));
-            vals[i] = lut[usize::from(x)];
-        }
+    }
+    if tail == 1 {
+        out.coded(
+            at + lead + 2 * pairs,
+            lut,
+            edge(first_byte + pairs, false),
+            offset,
+        );
     }
 }
 
@@ -989,15 +1212,6 @@ fn table(bits: u32, value: impl Fn(u32) -> f32) -> Option<[f32; 16]> {
         }
         t
     })
-}
-
-/// Code `q`'s value from a group's table, or computed.
-#[inline]
-fn lookup(table: Option<&[f32; 16]>, q: u32, value: impl Fn() -> f32) -> f32 {
-    match table.and_then(|t| t.get(q as usize)) {
-        Some(v) => *v,
-        None => value(),
-    }
 }
 
 /// `width` bits at bit `bit` of row `row` of a matrix of u32 words with

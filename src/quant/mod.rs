@@ -34,7 +34,9 @@ use std::fmt;
 use std::path::PathBuf;
 
 pub use config::{ConfigProblem, QuantConfig};
-pub use decode::Dequantizer;
+#[cfg(test)]
+pub(crate) use decode::code16;
+pub use decode::{Counts, Dequantizer};
 pub(crate) use detect::Layout;
 
 use crate::dtype::Dtype;

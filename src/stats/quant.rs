@@ -17,7 +17,7 @@ use super::{CHUNK_BYTES, Histogram, StatsError, StatsOptions, TensorStats, par_c
 use crate::dtype::Dtype;
 use crate::format::{Checkpoint, TensorInfo};
 use crate::jobs::{CancelToken, Progress};
-use crate::quant::{Dequantizer, LogicalTensor};
+use crate::quant::{Counts, Dequantizer, LogicalTensor};
 
 /// The decoded values of a logical tensor, as the float passes read them.
 struct DequantView<'a>(&'a Dequantizer<'a>);
@@ -191,23 +191,6 @@ fn extreme_codes(dq: &Dequantizer<'_>, codes: &CodeCounts) -> Vec<i64> {
     }
 }
 
-/// The 16-bit code of `v` in `dtype` when `v` is a value of it.
-#[inline]
-fn code16(dtype: Dtype, v: f32) -> Option<u16> {
-    let bits = v.to_bits();
-    if dtype == Dtype::BF16 {
-        return (bits.trailing_zeros() >= 16).then_some((bits >> 16) as u16);
-    }
-    // Normal f16 values: rebias the exponent, drop 13 zero bits.
-    let exp = (bits >> 23) & 0xff;
-    if (113..=142).contains(&exp) && bits.trailing_zeros() >= 13 {
-        let sign = (bits >> 16) & 0x8000;
-        return Some((sign | ((exp - 112) << 10) | ((bits >> 13) & 0x3ff)) as u16);
-    }
-    let h = half::f16::from_f32(v);
-    (h.to_f32().to_bits() == bits || v.is_nan()).then_some(h.to_bits())
-}
-
 /// One pass over the decoded values counting their 16-bit codes (in the
 /// value dtype, or in BF16 for F32 values) and the integer codes beside
 /// them; `None` when a value is not of that 16-bit dtype (the float passes
@@ -222,61 +205,33 @@ fn count16(
         Dtype::BF16 | Dtype::F32 => Dtype::BF16,
         _ => return Ok(None),
     };
-    let (lo, hi) = dq.code_range();
-    let width = usize::try_from(i64::from(hi) - i64::from(lo) + 1).unwrap_or(1);
-    let failed = std::sync::atomic::AtomicBool::new(false);
     let chunk = (CHUNK_BYTES / 4).max(1);
-    let (dense, counts) = par_chunks(
+    let counts = par_chunks(
         dq.len(),
         chunk,
         cancel,
-        || (vec![0u64; 1 << 16], vec![0u64; width]),
-        |(dense, codes), range: Range<u64>| {
-            let mut vals = [0f32; 2048];
-            let mut cs = [0i32; 2048];
-            let mut at = range.start;
-            while at < range.end && !failed.load(std::sync::atomic::Ordering::Relaxed) {
-                let want = usize::try_from(range.end - at).unwrap_or(2048).min(2048);
-                let got = dq.values_and_codes(at, &mut vals[..want], &mut cs[..want]);
-                if got == 0 {
-                    break;
-                }
-                for (&v, &c) in vals[..got].iter().zip(&cs[..got]) {
-                    let Some(code) = code16(dtype, v) else {
-                        failed.store(true, std::sync::atomic::Ordering::Relaxed);
-                        break;
-                    };
-                    dense[usize::from(code)] += 1;
-                    if let Some(slot) = usize::try_from(i64::from(c) - i64::from(lo))
-                        .ok()
-                        .and_then(|i| codes.get_mut(i))
-                    {
-                        *slot += 1;
-                    }
-                }
-                at += got as u64;
+        || Counts::new(dq, dtype),
+        |acc, range: Range<u64>| {
+            if !acc.failed {
+                dq.count16(range.start, range.end - range.start, acc);
             }
             progress.add((range.end - range.start) * 8);
         },
-        |(mut a, mut ca), (b, cb)| {
-            for (x, y) in a.iter_mut().zip(b) {
-                *x += y;
-            }
-            for (x, y) in ca.iter_mut().zip(cb) {
-                *x += y;
-            }
-            (a, ca)
+        |mut a, b| {
+            a.merge(&b);
+            a
         },
     )?;
-    if failed.load(std::sync::atomic::Ordering::Relaxed) {
+    if counts.failed {
         return Ok(None);
     }
+    let (lo, hi) = dq.code_range();
     Ok(Some((
         dtype,
-        dense,
+        counts.dense,
         CodeCounts {
             values: (i64::from(lo)..=i64::from(hi)).collect(),
-            counts,
+            counts: counts.codes,
             code_values: dq.code_values(),
         },
     )))
@@ -480,8 +435,8 @@ pub fn scan_dequant_each(
 
 #[cfg(test)]
 mod tests {
-    use super::code16;
     use crate::dtype::Dtype;
+    use crate::quant::code16;
 
     #[test]
     fn sixteen_bit_codes_are_exact_or_refused() {

@@ -276,3 +276,85 @@ fn hostile_checkpoints_are_inconsistent_with_evidence() {
         }
     }
 }
+
+/// The statistics of a logical tensor (its counting fast path, where it
+/// applies) against the same values stored as an F32 tensor and scanned by
+/// the float passes, and its code histogram against a direct count.
+#[test]
+fn dequantized_statistics_match_the_values_scanned_as_f32() {
+    use tensorscope::TensorInfo;
+    use tensorscope::jobs::{CancelToken, Progress};
+    use tensorscope::stats::{StatsOptions, logical_stats, stats_of};
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let options = StatsOptions::default();
+    let mut checked = 0;
+    for (i, (label, fx)) in variants().into_iter().enumerate() {
+        let path = fx.write(&dir.path().join(format!("s{i}")));
+        let ck = Checkpoint::open(&path).expect("open fixture");
+        let Some(q) = quant::detect(&ck) else {
+            continue;
+        };
+        for lt in q.tensors().iter().filter(|t| t.status() == Status::Decoded) {
+            let dq = Dequantizer::new(&ck, lt).expect("decoded");
+            let n = usize::try_from(dq.len()).expect("small");
+            let mut vals = vec![0f32; n];
+            let mut codes = vec![0i32; n];
+            dq.values_and_codes(0, &mut vals, &mut codes);
+            let got = logical_stats(&ck, lt, &options, &CancelToken::new(), &Progress::new())
+                .expect("stats")
+                .expect("decoded");
+            let bytes: Vec<u8> = vals.iter().flat_map(|v| v.to_le_bytes()).collect();
+            let info = TensorInfo::new("v".into(), tensorscope::Dtype::F32, vec![n as u64], 0)
+                .expect("info");
+            let want = stats_of(
+                &info,
+                &bytes,
+                &options,
+                &CancelToken::new(),
+                &Progress::new(),
+            )
+            .expect("f32 stats")
+            .values;
+            let v = &got.stats.values;
+            assert_eq!(
+                (v.count, v.nan, v.zeros, v.min, v.max, &v.quantiles),
+                (
+                    want.count,
+                    want.nan,
+                    want.zeros,
+                    want.min,
+                    want.max,
+                    &want.quantiles
+                ),
+                "{label} {}",
+                lt.name()
+            );
+            for (a, b, what) in [
+                (v.mean, want.mean, "mean"),
+                (v.std, want.std, "std"),
+                (v.l2_norm, want.l2_norm, "l2"),
+            ] {
+                let (a, b) = (a.expect(what), b.expect(what));
+                assert!(
+                    (a - b).abs() <= 1e-12 * b.abs().max(1e-30),
+                    "{label} {}: {what} {a} vs {b}",
+                    lt.name()
+                );
+            }
+            let (lo, _) = dq.code_range();
+            let mut direct = vec![0u64; got.quant.codes.counts.len()];
+            for c in &codes {
+                direct[usize::try_from(i64::from(*c) - i64::from(lo)).expect("in range")] += 1;
+            }
+            assert_eq!(
+                got.quant.codes.counts,
+                direct,
+                "{label} {}: code counts",
+                lt.name()
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 300, "only {checked} checked");
+}

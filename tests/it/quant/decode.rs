@@ -281,6 +281,10 @@ fn hostile_checkpoints_are_inconsistent_with_evidence() {
 /// applies) against the same values stored as an F32 tensor and scanned by
 /// the float passes, and its code histogram against a direct count.
 #[test]
+#[expect(
+    clippy::many_single_char_names,
+    reason = "n elements, v and q figures, as in the other checks"
+)]
 fn dequantized_statistics_match_the_values_scanned_as_f32() {
     use tensorscope::TensorInfo;
     use tensorscope::jobs::{CancelToken, Progress};

@@ -132,9 +132,33 @@ pub fn heatmap(
     ck: &Checkpoint,
     tensor: TensorRef,
     request: &HeatmapRequest,
+    quant: Option<&QuantRows>,
     cancel: &CancelToken,
     progress: &Progress,
 ) -> Result<Heatmap, HeatmapError> {
+    // A quantized weight's map is of its decoded values.
+    if let Some(lt) = quant.and_then(|q| q.quant.owner(tensor))
+        && let Some(dq) = crate::quant::Dequantizer::new(ck, lt)
+    {
+        let parts = dq.parts();
+        let unchanged = || {
+            ck.check_unchanged(&parts)
+                .map_err(|e| HeatmapError::Unreadable(e.message()))
+        };
+        unchanged()?;
+        let mut scratch = vec![0f32; 4096];
+        let mut decode = |first: u64, out: &mut [f64]| {
+            let n = out.len().min(scratch.len());
+            let got = dq.values(first, &mut scratch[..n]);
+            for (o, v) in out.iter_mut().zip(&scratch[..got]) {
+                *o = f64::from(*v);
+            }
+            got
+        };
+        let map = heatmap::compute_with(lt.shape(), &mut decode, request, cancel, progress)?;
+        unchanged()?;
+        return Ok(map);
+    }
     let unchanged = || {
         ck.check_unchanged(&[tensor])
             .map_err(|e| HeatmapError::Unreadable(e.message()))

@@ -127,6 +127,32 @@ pub fn compute(
     cancel: &CancelToken,
     progress: &Progress,
 ) -> Result<Heatmap, HeatmapError> {
+    let mut im = vec![0f64; 4096];
+    let mut decode = |first: u64, buf: &mut [f64]| {
+        if dtype == Dtype::C64 {
+            let n = buf.len().min(im.len());
+            let got = decode_c64(bytes, first, &mut buf[..n], &mut im[..n]);
+            for (re, im) in buf[..got].iter_mut().zip(&im[..got]) {
+                *re = re.hypot(*im);
+            }
+            got
+        } else {
+            decode_f64(dtype, bytes, first, buf, req.order)
+        }
+    };
+    compute_with(shape, &mut decode, req, cancel, progress)
+}
+
+/// [`compute`] over any values: `decode(first, out)` writes the values of
+/// elements `first..` (row-major in `shape`) into `out` and returns how
+/// many (a quantized weight's decoded values, for one).
+pub fn compute_with(
+    shape: &[u64],
+    decode: &mut dyn FnMut(u64, &mut [f64]) -> usize,
+    req: &HeatmapRequest,
+    cancel: &CancelToken,
+    progress: &Progress,
+) -> Result<Heatmap, HeatmapError> {
     // Treat scalars and vectors as 2-D.
     let (shape2, ra, ca, fixed): (Vec<u64>, usize, usize, Vec<u64>) = match shape.len() {
         0 => (vec![1, 1], 0, 1, vec![0, 0]),
@@ -187,7 +213,6 @@ pub fn compute(
             .unwrap_or_else(|| (c as u128 * width as u128 / cols as u128) as usize)
     };
     let mut buf = vec![0f64; 4096];
-    let mut im = vec![0f64; 4096];
     let contiguous = strides[ca] == 1;
     for r in 0..rows {
         cancel.check()?;
@@ -201,15 +226,7 @@ pub fn compute(
                 1
             };
             let first = row_base.saturating_add(c.saturating_mul(strides[ca]));
-            let got = if dtype == Dtype::C64 {
-                let got = decode_c64(bytes, first, &mut buf[..n], &mut im[..n]);
-                for (re, im) in buf[..got].iter_mut().zip(&im[..got]) {
-                    *re = re.hypot(*im);
-                }
-                got
-            } else {
-                decode_f64(dtype, bytes, first, &mut buf[..n], req.order)
-            };
+            let got = decode(first, &mut buf[..n]);
             if got == 0 {
                 break;
             }

@@ -190,6 +190,29 @@ fn summary_ui(ui: &mut egui::Ui, report: &DiffReport, metadata_text: &str) {
             ))
             .on_hover_text(metadata_text);
         }
+        // Quantized weights meet their originals by their decoded values.
+        let dequantized: Vec<f64> = report
+            .tensors
+            .iter()
+            .filter(|t| t.dequantized.is_some())
+            .filter_map(|t| t.snr_db)
+            .collect();
+        let dq_count = report.tensors.iter().filter(|t| t.dequantized.is_some()).count();
+        if dq_count > 0 {
+            let lo = dequantized.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = dequantized.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let snr = if dequantized.is_empty() {
+                String::new()
+            } else {
+                format!(", SNR {lo:.1} to {hi:.1} dB")
+            };
+            ui.label(format!(
+                "· {dq_count} quantized weights compared by their decoded values{snr}"
+            ))
+            .on_hover_text(
+                "Each quantized weight (its packed parts) is decoded and compared under its logical name; rel L2 and SNR take A as the reference",
+            );
+        }
         if report.summary.same {
             ui.strong("· no differences");
         }
@@ -278,7 +301,14 @@ fn pairs_table_ui(
                             (DiffRow::OnlyA(_), _) => ("only in A".into(), status_colour(ui, None)),
                             _ => ("only in B".into(), status_colour(ui, None)),
                         };
-                        ui.colored_label(colour, text);
+                        let status = ui.colored_label(colour, text);
+                        if let Some((side, t)) = t.and_then(|t| Some((t.dequantized?, t))) {
+                            status.on_hover_text(format!(
+                                "compared by decoded values (dequantized: {side}){}",
+                                t.snr_db
+                                    .map_or_else(String::new, |d| format!("; SNR {d:.2} dB"))
+                            ));
+                        }
                     });
                     let opt = fmt_opt;
                     for value in [

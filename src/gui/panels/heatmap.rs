@@ -19,6 +19,7 @@ pub fn heatmap_ui(
     view: &mut ViewState,
     index: usize,
     info: &TensorInfo,
+    dequant: bool,
     out: &mut Vec<Command>,
 ) {
     if info.numel() == 0 {
@@ -87,7 +88,7 @@ pub fn heatmap_ui(
         max_side: 512,
         order: view.f6_order,
     };
-    let key: HeatKey = (index, req);
+    let key: HeatKey = (index, req, dequant);
     let task = &tensor.heatmap;
     let kept = task.outcome(&key);
     if task.wants(&key) {

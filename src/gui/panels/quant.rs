@@ -79,7 +79,15 @@ pub fn logical_view_ui(
         }
         Section::Values => values_ui(ui, view, ck, lt),
         Section::Heatmap => {
-            ui.weak("The heatmap of a quantized weight's values is not drawn yet: see Statistics and Values.");
+            // The map of the decoded values, over the logical shape.
+            if let Some(info) = crate::format::TensorInfo::new(
+                lt.name().to_owned(),
+                lt.value_dtype(),
+                lt.shape().to_vec(),
+                0,
+            ) {
+                super::heatmap::heatmap_ui(ui, &tab.tensor, view, index, &info, true, out);
+            }
         }
     }
 }

@@ -86,7 +86,7 @@ pub fn tensor_view_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &
                 values_ui(ui, view, info, ck.bytes(tref));
             }
         }
-        Section::Heatmap => heatmap::heatmap_ui(ui, &tab.tensor, view, index, info, out),
+        Section::Heatmap => heatmap::heatmap_ui(ui, &tab.tensor, view, index, info, false, out),
     }
 }
 

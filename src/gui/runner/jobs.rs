@@ -73,8 +73,14 @@ impl Runner<'_> {
             return;
         };
         let request = key.1.clone();
+        let quant = if key.2 {
+            self.active()
+                .and_then(|t| t.loaded().and_then(|l| l.quant.clone()))
+        } else {
+            None
+        };
         let job = self.spawn("heatmap", move |cancel, progress| {
-            work::heatmap(&ck, tensor, &request, cancel, progress)
+            work::heatmap(&ck, tensor, &request, quant.as_deref(), cancel, progress)
         });
         if let Some(t) = self.active() {
             t.tensor.heatmap.start(key, job);

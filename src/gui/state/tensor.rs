@@ -32,7 +32,9 @@ pub struct StatsKey {
 }
 
 /// What a heatmap is of: the tensor and the request (axes, pooling, size).
-pub type HeatKey = (usize, HeatmapRequest);
+/// A quantized weight's heatmap is of its decoded values (`true`), not of
+/// the part whose row stands for it.
+pub type HeatKey = (usize, HeatmapRequest, bool);
 
 /// The scan's results as they arrive: the job writes figures per tensor and
 /// bumps `generation`; the UI copies them only when it changed.

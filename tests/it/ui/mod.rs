@@ -8,6 +8,7 @@
 //! what the tests read off the screen or do through it.
 
 mod opening;
+mod quant;
 mod save;
 mod table;
 mod views;

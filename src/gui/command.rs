@@ -69,6 +69,8 @@ pub enum Command {
     SetFilter(String),
     /// Show only one dtype, or all.
     SetDtypeFilter(Option<Dtype>),
+    /// Show quantized weights only, plain tensors only, or both.
+    SetKindFilter(crate::gui::model::KindFilter),
     /// Sort by a column; again on the same column reverses.
     SortBy(Column),
     /// Back to file order.

@@ -10,6 +10,18 @@ use regex::Regex;
 use crate::dtype::Dtype;
 use crate::format::{Checkpoint, TensorInfo};
 
+/// Which rows a quantized checkpoint's table shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum KindFilter {
+    /// Every row.
+    #[default]
+    All,
+    /// Quantized weights only.
+    Quantized,
+    /// Plain stored tensors only.
+    Plain,
+}
+
 /// A column of the tensor table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Column {
@@ -211,6 +223,10 @@ impl QuantRows {
 
 /// The rows shown: indices into `ck.tensors`, filtered and sorted.
 /// `name_rank` comes from [`name_ranks`].
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the checkpoint, its ranks and quantization, then each of the table's filters and its sort"
+)]
 pub fn visible_rows(
     ck: &Checkpoint,
     name_rank: &[u32],
@@ -219,6 +235,7 @@ pub fn visible_rows(
     sort: Option<(Column, Direction)>,
     scan: &dyn Fn(usize) -> Option<ScanFigures>,
     quant: Option<&QuantRows>,
+    kind: KindFilter,
 ) -> Vec<usize> {
     let infos: Vec<&TensorInfo> = ck.entries().map(|(_, i)| i).collect();
     let mut rows: Vec<usize> = (0..infos.len())
@@ -226,7 +243,13 @@ pub fn visible_rows(
             let info = infos[i];
             let name = quant.map_or(info.name(), |q| q.name(i, info.name()));
             let logical = quant.and_then(|q| q.logical_at(i));
-            !quant.is_some_and(|q| q.folded(i))
+            let wanted = match kind {
+                KindFilter::All => true,
+                KindFilter::Quantized => logical.is_some(),
+                KindFilter::Plain => logical.is_none(),
+            };
+            wanted
+                && !quant.is_some_and(|q| q.folded(i))
                 // A quantized weight has a scheme, not a stored dtype.
                 && dtype.is_none_or(|d| logical.is_none() && info.dtype() == d)
                 && filter.matches(name)

@@ -16,8 +16,10 @@ use tensorscope::stats::{StatsError, StatsOptions, scan};
 
 use crate::fixtures::with_header;
 
-/// Elements per tensor of the test file: 4 tensors of 4 MiB of F32.
-const ELEMENTS: u64 = 1 << 20;
+/// Elements per tensor of the test file: 4 tensors of 16 MiB of F32, so
+/// that a reader is still reading when the file is cut, even on a loaded
+/// machine.
+const ELEMENTS: u64 = 1 << 22;
 
 /// Writes 4 F32 tensors of random-looking values; returns the path and the
 /// length of its header (8 + N).

@@ -82,7 +82,22 @@ fn file_ui(ui: &mut egui::Ui, tab: &Tab) {
                         ui.label(total_size.map_or_else(|| "absent".into(), |t| t.to_string()));
                         ui.end_row();
                     }
+                    if let Some(q) = loaded.quant.as_deref() {
+                        quant_rows_ui(ui, &q.quant);
+                    }
                 });
+            if let Some(q) = loaded.quant.as_deref() {
+                for p in &q.quant.config().problems {
+                    ui.colored_label(
+                        ui.visuals().warn_fg_color,
+                        format!(
+                            "{}: {}",
+                            safe_text(&p.path.display().to_string(), 300),
+                            safe_text(&p.message, 500)
+                        ),
+                    );
+                }
+            }
             ui.add_space(8.0);
             ui.strong("By dtype");
             egui::Grid::new("dtype_breakdown")
@@ -195,4 +210,34 @@ fn metadata_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &mut Vec
                 ui.add_space(4.0);
             }
         });
+}
+
+/// The quantization's rows of the file facts: method, config, weights.
+fn quant_rows_ui(ui: &mut egui::Ui, q: &crate::quant::Quantization) {
+    use crate::quant::Status;
+    ui.weak("Quantization");
+    ui.label(safe_text(&q.method(), 200));
+    ui.end_row();
+    ui.weak("Config");
+    ui.add(
+        egui::Label::new(safe_text(
+            &q.config_path().map_or_else(
+                || "none (the tensors decide)".into(),
+                |p| p.display().to_string(),
+            ),
+            1000,
+        ))
+        .wrap(),
+    );
+    ui.end_row();
+    let count = |s: Status| q.tensors().iter().filter(|t| t.status() == s).count();
+    ui.weak("Quantized weights");
+    ui.label(format!(
+        "{} ({} decoded, {} recognized, {} inconsistent)",
+        q.tensors().len(),
+        count(Status::Decoded),
+        count(Status::Recognized),
+        count(Status::Inconsistent)
+    ));
+    ui.end_row();
 }

@@ -8,7 +8,7 @@ use egui_extras::{Column as TableColumn, TableBuilder};
 use crate::dtype::Dtype;
 use crate::format::Checkpoint;
 use crate::gui::command::Command;
-use crate::gui::model::{Column, Direction, QuantRows, ScanFigures, TreeRow};
+use crate::gui::model::{Column, Direction, KindFilter, QuantRows, ScanFigures, TreeRow};
 use crate::gui::safe_text;
 use crate::gui::state::{SelectMode, Tab, TableState, ViewState};
 use crate::text::{fmt_opt, fmt_shape, human_bytes};
@@ -492,6 +492,26 @@ fn filter_row_ui(
                     }
                 }
             });
+        if tab.loaded().is_some_and(|l| l.quant.is_some()) {
+            let kinds = [
+                (KindFilter::All, "Quantized and plain"),
+                (KindFilter::Quantized, "Quantized only"),
+                (KindFilter::Plain, "Plain only"),
+            ];
+            let shown: &str = kinds
+                .iter()
+                .find(|(k, _)| *k == table.kind)
+                .map_or("Quantized and plain", |(_, l)| *l);
+            egui::ComboBox::from_id_salt("kind_filter")
+                .selected_text(shown)
+                .show_ui(ui, |ui| {
+                    for (k, label) in kinds {
+                        if ui.selectable_label(table.kind == k, label).clicked() {
+                            out.push(Command::SetKindFilter(k));
+                        }
+                    }
+                });
+        }
         let mut tree = tree_view;
         if ui
             .checkbox(&mut tree, "Tree")

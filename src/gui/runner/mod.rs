@@ -184,6 +184,12 @@ impl<'a> Runner<'a> {
                     t.table.dirty = true;
                 }
             }
+            Command::SetKindFilter(kind) => {
+                if let Some(t) = self.active() {
+                    t.table.kind = kind;
+                    t.table.dirty = true;
+                }
+            }
             Command::SortBy(column) => {
                 if let Some(t) = self.active() {
                     t.table.sort = match t.table.sort {

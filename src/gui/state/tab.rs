@@ -11,8 +11,8 @@ use super::tensor::TensorState;
 use crate::dtype::Dtype;
 use crate::format::{Checkpoint, LoadError};
 use crate::gui::model::{
-    Column, Direction, DtypeTotals, NameFilter, QuantRows, TreeRow, dtype_totals, name_ranks,
-    tree_rows, visible_rows,
+    Column, Direction, DtypeTotals, KindFilter, NameFilter, QuantRows, TreeRow, dtype_totals,
+    name_ranks, tree_rows, visible_rows,
 };
 use crate::gui::task::Task;
 
@@ -111,6 +111,8 @@ pub struct TableState {
     pub filter: Result<NameFilter, String>,
     /// Show only this dtype.
     pub dtype: Option<Dtype>,
+    /// Quantized weights only, plain tensors only, or both.
+    pub kind: KindFilter,
     /// `None` is file order.
     pub sort: Option<(Column, Direction)>,
     /// Tree groups shown open, by full dotted prefix.
@@ -136,6 +138,7 @@ impl Default for TableState {
             filter_text: String::new(),
             filter: Ok(NameFilter::All),
             dtype: None,
+            kind: KindFilter::All,
             sort: None,
             expanded: BTreeSet::new(),
             rows: Vec::new(),
@@ -266,6 +269,7 @@ impl Tab {
             self.table.sort,
             &lookup,
             loaded.quant.as_deref(),
+            self.table.kind,
         );
         self.table.tree = if tree_view {
             tree_rows(&loaded.ck, &self.table.rows, &self.table.expanded)

@@ -4,3 +4,4 @@
 mod cli;
 mod decode;
 pub mod r#gen;
+mod resave;

@@ -24,6 +24,29 @@ fn a_quantized_weight_is_one_row_and_a_view_of_its_values() {
             .is_none()
     );
     h.get_by_label("3 shown");
+    // The quantized weights alone, then the plain tensors alone.
+    h.get_by_value("Quantized and plain").click();
+    h.run_steps(2);
+    h.get_by_label("Quantized only").click();
+    settle(&mut h);
+    h.get_by_label("2 shown");
+    assert!(h.query_by_label("lm_head.weight").is_none());
+    h.get_by_value("Quantized only").click();
+    h.run_steps(2);
+    h.get_by_label("Plain only").click();
+    settle(&mut h);
+    h.get_by_label("1 shown");
+    h.get_by_value("Plain only").click();
+    h.run_steps(2);
+    h.get_by_label("Quantized and plain").click();
+    settle(&mut h);
+    // File info names the method and the config.
+    h.get_by_label("File info").click();
+    h.run_steps(2);
+    h.get_by_label("gptq");
+    h.get_by_label_contains("2 (2 decoded, 0 recognized, 0 inconsistent)");
+    h.get_by_label("Tensor").click();
+    h.run_steps(2);
     h.get_by_label("model.layers.0.mlp.down_proj.weight")
         .click();
     settle(&mut h);

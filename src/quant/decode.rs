@@ -83,6 +83,27 @@ fn int_value(dtype: Dtype, q_minus_z: i64, s: f64, scale_dtype: Dtype) -> f32 {
     }
 }
 
+/// An f32 rounded to f16 (nearest even), as its bits: bit arithmetic for
+/// results in f16's normal range, `half` for the rest.
+#[inline]
+fn f16_bits(x: f32) -> u16 {
+    let bits = x.to_bits();
+    let exp = ((bits >> 23) & 0xff) as i32 - 127 + 15;
+    if (1..=30).contains(&exp) {
+        let sign = ((bits >> 16) & 0x8000) as u16;
+        let mant = bits & 0x007f_ffff;
+        let (m, rest) = (mant >> 13, mant & 0x1fff);
+        // The sum carries into the exponent when the mantissa overflows, and
+        // to Inf past the largest finite value, as rounding does.
+        let mut h = ((exp as u32) << 10) | m;
+        if rest > 0x1000 || (rest == 0x1000 && m & 1 == 1) {
+            h += 1;
+        }
+        return sign | h as u16;
+    }
+    f16::from_f32(x).to_bits()
+}
+
 /// An f32 result cast to the value dtype, as torch's `.to(dtype)` does.
 #[expect(
     clippy::inline_always,
@@ -92,7 +113,7 @@ fn int_value(dtype: Dtype, q_minus_z: i64, s: f64, scale_dtype: Dtype) -> f32 {
 fn cast_f32(dtype: Dtype, x: f32) -> f32 {
     match dtype {
         Dtype::BF16 => bf16_of_f32(x),
-        Dtype::F16 => f16::from_f32(x).to_f32(),
+        Dtype::F16 => f16::from_bits(f16_bits(x)).to_f32(),
         _ => x,
     }
 }
@@ -446,51 +467,28 @@ impl<'a> Dequantizer<'a> {
     fn gptq(&self, n: u64, k0: u64, out: &mut Out<'_>) {
         let Layout::Gptq {
             qweight,
-            qzeros,
             scales,
             g_idx,
             bits,
             n: cols,
             group,
-            v1,
+            act_order,
             ..
         } = *self.layout
         else {
             return;
         };
         let vd = self.lt.value_dtype;
-        let (qw, qz, sc) = (self.bytes(qweight), self.bytes(qzeros), self.bytes(scales));
+        let (qw, sc) = (self.bytes(qweight), self.bytes(scales));
         let sd = self.dtype_of(scales, Dtype::F16);
-        let zwords = (cols * u64::from(bits)).div_ceil(32);
-        let mask = (1u32 << bits) - 1;
-        let zero = |g: u64| -> i64 {
-            let bit = n * u64::from(bits);
-            let z = if v1 && bits != 3 {
-                // GPTQ v1 stores z − 1 with a word-level subtraction: undo
-                // it on the whole word, so borrows across fields come back.
-                let add = match bits {
-                    2 => 0x5555_5555u32,
-                    4 => 0x1111_1111,
-                    _ => 0x0101_0101,
-                };
-                (word(qz, g * zwords + bit / 32).wrapping_add(add) >> (bit % 32)) & mask
-            } else {
-                let z = column_stream_row(qz, zwords, g, bit, bits);
-                if v1 { (z + 1) & mask } else { z }
-            };
-            i64::from(z)
-        };
+        let zero = |g: u64| self.gptq_zero(g, n);
         let value = |g: u64, q: u32| {
             let s = scalar(sc, sd, g * cols + n);
             int_value(vd, i64::from(q) - zero(g), s, sd)
         };
-        // A group's table: its zero and scale read once.
-        let group_table = |g: u64| {
-            let (z, s) = (zero(g), scalar(sc, sd, g * cols + n));
-            table(bits, |q| int_value(vd, i64::from(q) - z, s, sd))
-        };
+        let group_table = |g: u64| self.gptq_table(g, n);
         let code = |k: u64| column_stream(qw, cols, n, k * u64::from(bits), bits);
-        match g_idx {
+        match g_idx.filter(|_| act_order) {
             Some(t) => {
                 let gi = self.bytes(t);
                 let mut luts = Luts::new(bits, self.groups_of(scales), true);
@@ -535,6 +533,174 @@ impl<'a> Dequantizer<'a> {
                     }
                 }
             }
+        }
+    }
+
+    /// GPTQ's zero point of group `g`, column `n`.
+    fn gptq_zero(&self, g: u64, n: u64) -> i64 {
+        let Layout::Gptq {
+            qzeros,
+            bits,
+            n: cols,
+            v1,
+            ..
+        } = *self.layout
+        else {
+            return 0;
+        };
+        let qz = self.bytes(qzeros);
+        let zwords = (cols * u64::from(bits)).div_ceil(32);
+        let mask = (1u32 << bits) - 1;
+        let bit = n * u64::from(bits);
+        let z = if v1 && bits != 3 {
+            // GPTQ v1 stores z − 1 with a word-level subtraction: undo it on
+            // the whole word, so borrows across fields come back.
+            let add = match bits {
+                2 => 0x5555_5555u32,
+                4 => 0x1111_1111,
+                _ => 0x0101_0101,
+            };
+            (word(qz, g * zwords + bit / 32).wrapping_add(add) >> (bit % 32)) & mask
+        } else {
+            let z = column_stream_row(qz, zwords, g, bit, bits);
+            if v1 { (z + 1) & mask } else { z }
+        };
+        i64::from(z)
+    }
+
+    /// The values of GPTQ group `g`'s codes in column `n` (≤ 4 bits).
+    fn gptq_table(&self, g: u64, n: u64) -> Option<[f32; 16]> {
+        let Layout::Gptq {
+            scales,
+            bits,
+            n: cols,
+            ..
+        } = *self.layout
+        else {
+            return None;
+        };
+        let sd = self.dtype_of(scales, Dtype::F16);
+        let vd = self.lt.value_dtype;
+        let (z, s) = (
+            self.gptq_zero(g, n),
+            scalar(self.bytes(scales), sd, g * cols + n),
+        );
+        table(bits, |q| int_value(vd, i64::from(q) - z, s, sd))
+    }
+
+    /// The values of AWQ group `g`'s codes in column `n`.
+    fn awq_table(&self, g: u64, n: u64) -> Option<[f32; 16]> {
+        let Layout::Awq {
+            qzeros,
+            scales,
+            n: cols,
+            ..
+        } = *self.layout
+        else {
+            return None;
+        };
+        let sd = self.dtype_of(scales, Dtype::F16);
+        let vd = self.lt.value_dtype;
+        let shift = 4 * AWQ_NIBBLE[(n % 8) as usize];
+        let z = i64::from((word(self.bytes(qzeros), g * (cols / 8) + n / 8) >> shift) & 15);
+        let s = scalar(self.bytes(scales), sd, g * cols + n);
+        table(4, |q| int_value(vd, i64::from(q) - z, s, sd))
+    }
+
+    /// Units of work of [`Dequantizer::count_unit`], when the layout is
+    /// faster counted in its stored order than in the logical one: the
+    /// groups of GPTQ 4-bit (without act-order) and AWQ, whose codes are
+    /// packed down the input dimension or across the output one.
+    pub fn storage_units(&self) -> Option<u64> {
+        match *self.layout {
+            Layout::Gptq {
+                bits: 4,
+                act_order: false,
+                group,
+                groups,
+                ..
+            } if group % 8 == 0 => Some(groups),
+            Layout::Awq { k, group, .. } => Some(k.div_ceil(group)),
+            _ => None,
+        }
+    }
+
+    /// Counts group `g` of every column into `counts`, reading the packed
+    /// words in their stored order (see [`Dequantizer::storage_units`]).
+    pub fn count_unit(&self, g: u64, counts: &mut Counts) {
+        let (qweight, cols, k, group, awq) = match *self.layout {
+            Layout::Gptq {
+                qweight,
+                n,
+                k,
+                group,
+                ..
+            } => (qweight, n, k, group, false),
+            Layout::Awq {
+                qweight,
+                n,
+                k,
+                group,
+                ..
+            } => (qweight, n, k, group, true),
+            _ => return,
+        };
+        let Ok(n_cols) = usize::try_from(cols) else {
+            return;
+        };
+        let qw = self.bytes(qweight);
+        // One set of 16 counters per output column.
+        let mut per_col = vec![[0u32; 16]; n_cols];
+        let (k0, k1) = (g * group, ((g + 1) * group).min(k));
+        if awq {
+            // Row k: N/8 words, nibble i of word c is column 8c + AWQ_ORDER[i].
+            const AWQ_ORDER: [usize; 8] = [0, 2, 4, 6, 1, 3, 5, 7];
+            let row_bytes = n_cols / 8 * 4;
+            for k in k0..k1 {
+                let start = usize::try_from(k)
+                    .unwrap_or(usize::MAX)
+                    .saturating_mul(row_bytes);
+                let row = qw
+                    .get(start..start.saturating_add(row_bytes))
+                    .unwrap_or(&[]);
+                for (c, w) in row.chunks_exact(4).enumerate() {
+                    let w = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+                    for (i, &col) in AWQ_ORDER.iter().enumerate() {
+                        if let Some(cc) = per_col.get_mut(8 * c + col) {
+                            cc[((w >> (4 * i)) & 15) as usize] += 1;
+                        }
+                    }
+                }
+            }
+        } else {
+            // Word row w: eight input rows of every column.
+            let row_bytes = n_cols * 4;
+            for w in k0 / 8..k1.div_ceil(8) {
+                let start = usize::try_from(w)
+                    .unwrap_or(usize::MAX)
+                    .saturating_mul(row_bytes);
+                let row = qw
+                    .get(start..start.saturating_add(row_bytes))
+                    .unwrap_or(&[]);
+                for (cc, word) in per_col.iter_mut().zip(row.chunks_exact(4)) {
+                    let word = u32::from_le_bytes([word[0], word[1], word[2], word[3]]);
+                    for i in 0..8 {
+                        cc[((word >> (4 * i)) & 15) as usize] += 1;
+                    }
+                }
+            }
+        }
+        for (n, cc) in per_col.iter().enumerate() {
+            let t = if awq {
+                self.awq_table(g, n as u64)
+            } else {
+                self.gptq_table(g, n as u64)
+            };
+            let Some(t) = t else { continue };
+            for (slot, &c) in counts.group.iter_mut().zip(cc) {
+                *slot += u64::from(c);
+            }
+            counts.flush(&t, 0);
         }
     }
 
@@ -1242,6 +1408,30 @@ mod tests {
         // The same stream as three words down one column of a 1-column matrix.
         for i in 0..32u64 {
             assert_eq!(column_stream(&bytes, 1, 0, 3 * i, 3), (i % 8) as u32);
+        }
+    }
+
+    #[test]
+    fn f16_rounding_matches_half() {
+        let mut x = 0x1234_5678u32;
+        for i in 0..2_000_000u32 {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            // Every exponent near f16's range, random mantissas; and exact
+            // halfway cases every so often.
+            let exp = 100 + (x >> 24) % 50;
+            let mut bits = (x & 0x807f_ffff) | (exp << 23);
+            if i % 7 == 0 {
+                bits = (bits & !0x1fff) | 0x1000;
+            }
+            let v = f32::from_bits(bits);
+            assert_eq!(f16_bits(v), f16::from_f32(v).to_bits(), "{v:e} ({bits:#x})");
+        }
+        for v in [
+            65504.0f32, 65519.0, 65520.0, 1e9, -65520.0, 6.1e-5, 0.0, -0.0,
+        ] {
+            assert_eq!(f16_bits(v), f16::from_f32(v).to_bits(), "{v:e}");
         }
     }
 

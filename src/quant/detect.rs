@@ -66,6 +66,8 @@ pub(crate) enum Layout {
         group: u64,
         groups: u64,
         v1: bool,
+        /// `g_idx` is not `k / group` (act-order): read it per column.
+        act_order: bool,
     },
     /// AWQ GEMM: `qweight [K, N/8]` interleaved, `qzeros [K/G, N/8]`,
     /// `scales [K/G, N]`.

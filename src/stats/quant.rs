@@ -205,23 +205,47 @@ fn count16(
         Dtype::BF16 | Dtype::F32 => Dtype::BF16,
         _ => return Ok(None),
     };
-    let chunk = (CHUNK_BYTES / 4).max(1);
-    let counts = par_chunks(
-        dq.len(),
-        chunk,
-        cancel,
-        || Counts::new(dq, dtype),
-        |acc, range: Range<u64>| {
-            if !acc.failed {
-                dq.count16(range.start, range.end - range.start, acc);
-            }
-            progress.add((range.end - range.start) * 8);
-        },
-        |mut a, b| {
-            a.merge(&b);
-            a
-        },
-    )?;
+    let counts = if let Some(units) = dq.storage_units() {
+        // Packed across the logical rows: counted in stored order, a group
+        // of every column at a time.
+        let per_unit = dq.len() / units.max(1);
+        par_chunks(
+            units,
+            1,
+            cancel,
+            || Counts::new(dq, dtype),
+            |acc, range: Range<u64>| {
+                for g in range {
+                    if !acc.failed {
+                        dq.count_unit(g, acc);
+                    }
+                    progress.add(per_unit * 8);
+                }
+            },
+            |mut a, b| {
+                a.merge(&b);
+                a
+            },
+        )?
+    } else {
+        let chunk = (CHUNK_BYTES / 4).max(1);
+        par_chunks(
+            dq.len(),
+            chunk,
+            cancel,
+            || Counts::new(dq, dtype),
+            |acc, range: Range<u64>| {
+                if !acc.failed {
+                    dq.count16(range.start, range.end - range.start, acc);
+                }
+                progress.add((range.end - range.start) * 8);
+            },
+            |mut a, b| {
+                a.merge(&b);
+                a
+            },
+        )?
+    };
     if counts.failed {
         return Ok(None);
     }

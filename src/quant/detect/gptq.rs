@@ -260,6 +260,7 @@ fn gptq(cx: &Context<'_>, m: &Module<'_>, found: Found, v1: bool) -> LogicalTens
             group,
             groups,
             v1,
+            act_order,
         },
         warning,
     )

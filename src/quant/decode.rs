@@ -875,6 +875,28 @@ impl<'a> Dequantizer<'a> {
         for (g, at, count) in segments(k0, out.len(), scale.grid.width) {
             let s = scalar(sc, scale.dtype, grid_row + g);
             let z = zb.map_or(0.0, |(b, d)| scalar(b, d, grid_row + g));
+            // The common case, written out: float codes times an f32-exact
+            // scale, values written (not counted), over the run's bytes.
+            let start = base
+                .checked_add(usize::try_from(k0).unwrap_or(usize::MAX))
+                .and_then(|j| j.checked_add(at));
+            if let (Some(t), false, false, None, Some(start)) =
+                (table, per_127, scale.dtype == Dtype::F64, zb, start)
+                && out.count.is_none()
+                && let Some(src) = w.get(start..start + count)
+            {
+                let (s32, t) = (s as f32, t);
+                let (vals, codes) = out.run(at, count);
+                for (v, &b) in vals.iter_mut().zip(src) {
+                    *v = cast_f32(vd, t[usize::from(b)] * s32);
+                }
+                if let Some(codes) = codes {
+                    for (c, &b) in codes.iter_mut().zip(src) {
+                        *c = i32::from(b);
+                    }
+                }
+                continue;
+            }
             for i in at..at + count {
                 let byte = base
                     .checked_add(usize::try_from(k0).unwrap_or(usize::MAX))

@@ -434,6 +434,45 @@ impl<'a> Dequantizer<'a> {
         }
     }
 
+    /// Turns the counts keyed by scale byte (one-byte-scale FP4 layouts)
+    /// into value counts; call once, after every run is counted.
+    pub fn finish_counts(&self, counts: &mut Counts) {
+        let Layout::Minifloat {
+            code,
+            scale,
+            global,
+            ..
+        } = *self.layout
+        else {
+            return;
+        };
+        if counts.keyed.is_empty() {
+            return;
+        }
+        let vd = self.lt.value_dtype;
+        let table = code_table_f32(code).unwrap_or(&[]);
+        let global =
+            global.map(|(t, divides)| (scalar(self.bytes(t), Dtype::F32, 0) as f32, divides));
+        let keyed = std::mem::take(&mut counts.keyed);
+        for (key, group) in keyed.iter().enumerate() {
+            if group.iter().all(|&c| c == 0) {
+                continue;
+            }
+            let raw = scalar(&[key as u8], scale.dtype, 0) as f32;
+            let s = match global {
+                None => raw,
+                Some((gs, true)) => raw / gs,
+                Some((gs, false)) => raw * gs,
+            };
+            let mut lut = [0f32; 16];
+            for (c, v) in lut.iter_mut().enumerate() {
+                *v = cast_f32(vd, table.get(c).copied().unwrap_or(0.0) * s);
+            }
+            counts.group = *group;
+            counts.flush(&lut, 0);
+        }
+    }
+
     /// Elements `k0..k0 + out.len()` of row `n`: one method per layout,
     /// each its formula. Runs are cut into groups, so that nothing is
     /// divided per element; codes of at most 4 bits go through a table of
@@ -947,6 +986,27 @@ impl<'a> Dequantizer<'a> {
             global.map(|(t, divides)| (scalar(self.bytes(t), Dtype::F32, 0) as f32, divides));
         let grid_row = (n / scale.grid.rows) * scale.grid.cols;
         let row_bit = n * row_bytes * 8;
+        // One-byte scales (E8M0, E4M3): a group's values depend on its
+        // scale byte alone, so counting keys its codes' counts by that byte
+        // and turns them into values once, at the end (`finish_counts`).
+        let keyed = bits == 4 && row_bit.is_multiple_of(8) && scale.dtype.bits() == 8;
+        let len = out.len();
+        if keyed && let Some(k) = out.count.as_deref_mut() {
+            if k.keyed.is_empty() {
+                k.keyed = vec![[0; 16]; 256];
+            }
+            for (g, at, count) in segments(k0, len, scale.grid.width) {
+                let key = usize::try_from(grid_row + g)
+                    .ok()
+                    .and_then(|i| sc.get(i))
+                    .copied()
+                    .unwrap_or(0);
+                if let Some(slot) = k.keyed.get_mut(usize::from(key)) {
+                    count_nibbles(pk, row_bit / 4 + k0 + at as u64, false, count, slot);
+                }
+            }
+            return;
+        }
         for (g, at, count) in segments(k0, out.len(), scale.grid.width) {
             let raw = scalar(sc, scale.dtype, grid_row + g) as f32;
             let s = match global {
@@ -1189,6 +1249,9 @@ pub struct Counts {
     /// A value was not of `dtype`: the counts are not the figures.
     pub failed: bool,
     group: [u64; 16],
+    /// Codes' counts by the scale byte of their group (see
+    /// [`Dequantizer::finish_counts`]); empty unless used.
+    keyed: Vec<[u64; 16]>,
 }
 
 impl Counts {
@@ -1203,6 +1266,7 @@ impl Counts {
             low: lo,
             failed: false,
             group: [0; 16],
+            keyed: Vec::new(),
         }
     }
 
@@ -1251,6 +1315,15 @@ impl Counts {
         }
         for (a, b) in self.codes.iter_mut().zip(&other.codes) {
             *a += b;
+        }
+        if self.keyed.is_empty() {
+            self.keyed.clone_from(&other.keyed);
+        } else {
+            for (a, b) in self.keyed.iter_mut().zip(&other.keyed) {
+                for (x, y) in a.iter_mut().zip(b) {
+                    *x += y;
+                }
+            }
         }
         self.failed |= other.failed;
     }
@@ -1388,6 +1461,40 @@ fn nibbles(
             edge(first_byte + pairs, false),
             offset,
         );
+    }
+}
+
+/// Counts `count` 4-bit codes packed two per byte from code index `first`
+/// into `into`.
+fn count_nibbles(bytes: &[u8], first: u64, high_first: bool, count: usize, into: &mut [u64; 16]) {
+    let Ok(start) = usize::try_from(first / 2) else {
+        return;
+    };
+    let split = |b: u8| {
+        if high_first {
+            (b >> 4, b & 15)
+        } else {
+            (b & 15, b >> 4)
+        }
+    };
+    let odd = first % 2 == 1;
+    let lead = usize::from(odd).min(count);
+    let pairs = (count - lead) / 2;
+    let first_byte = start + usize::from(odd);
+    let mut twin = [[0u32; 16]; 2];
+    if lead == 1 {
+        twin[0][usize::from(split(bytes.get(start).copied().unwrap_or(0)).1)] += 1;
+    }
+    for &b in bytes.get(first_byte..first_byte + pairs).unwrap_or(&[]) {
+        let (x, y) = split(b);
+        twin[0][usize::from(x)] += 1;
+        twin[1][usize::from(y)] += 1;
+    }
+    if count - lead - 2 * pairs == 1 {
+        twin[1][usize::from(split(bytes.get(first_byte + pairs).copied().unwrap_or(0)).0)] += 1;
+    }
+    for (g, (a, b)) in into.iter_mut().zip(twin[0].iter().zip(&twin[1])) {
+        *g += u64::from(*a) + u64::from(*b);
     }
 }
 

@@ -246,6 +246,8 @@ fn count16(
             },
         )?
     };
+    let mut counts = counts;
+    dq.finish_counts(&mut counts);
     if counts.failed {
         return Ok(None);
     }

@@ -359,6 +359,162 @@ impl<'a> Dequantizer<'a> {
         }
     }
 
+    /// The scale element `i` is multiplied by (the effective one: with the
+    /// global scale, the nested absmax, LLM.int8's 1/127), for the value
+    /// grid; `None` past the end.
+    #[expect(
+        clippy::many_single_char_names,
+        reason = "element i in row n, column k, group g, scale s"
+    )]
+    pub fn scale_at(&self, i: u64) -> Option<f64> {
+        if i >= self.len {
+            return None;
+        }
+        let (n, k) = (i / self.cols, i % self.cols);
+        let group_of = |g_idx: Option<TensorRef>, width: u64| match g_idx {
+            Some(t) => u64::from(word(self.bytes(t), k)),
+            None => k / width.max(1),
+        };
+        Some(match *self.layout {
+            Layout::Gptq {
+                scales,
+                g_idx,
+                n: cols,
+                group,
+                act_order,
+                ..
+            } => {
+                let g = group_of(g_idx.filter(|_| act_order), group);
+                scalar(
+                    self.bytes(scales),
+                    self.dtype_of(scales, Dtype::F16),
+                    g * cols + n,
+                )
+            }
+            Layout::Awq {
+                scales,
+                n: cols,
+                group,
+                ..
+            } => scalar(
+                self.bytes(scales),
+                self.dtype_of(scales, Dtype::F16),
+                (k / group) * cols + n,
+            ),
+            Layout::CtPack { scale, g_idx, .. } => {
+                let g = group_of(g_idx, scale.grid.width);
+                scalar(self.bytes(scale.t), scale.dtype, n * scale.grid.cols + g)
+            }
+            Layout::Scaled { scale, per_127, .. } => {
+                let at = (n / scale.grid.rows) * scale.grid.cols + k / scale.grid.width.max(1);
+                let s = scalar(self.bytes(scale.t), scale.dtype, at);
+                if per_127 { s / 127.0 } else { s }
+            }
+            Layout::Minifloat { scale, global, .. } => {
+                let at = (n / scale.grid.rows) * scale.grid.cols + k / scale.grid.width.max(1);
+                let raw = scalar(self.bytes(scale.t), scale.dtype, at) as f32;
+                f64::from(match global {
+                    None => raw,
+                    Some((t, true)) => raw / scalar(self.bytes(t), Dtype::F32, 0) as f32,
+                    Some((t, false)) => raw * scalar(self.bytes(t), Dtype::F32, 0) as f32,
+                })
+            }
+            Layout::Bnb4 {
+                absmax,
+                nested,
+                blocksize,
+                ..
+            } => {
+                let b = i / blocksize.max(1);
+                let am = self.bytes(absmax);
+                f64::from(match nested {
+                    None => scalar(am, Dtype::F32, b) as f32,
+                    Some(x) => {
+                        let code =
+                            u64::from(am.get(usize::try_from(b).ok()?).copied().unwrap_or(0));
+                        scalar(self.bytes(x.map), Dtype::F32, code) as f32
+                            * scalar(self.bytes(x.absmax), Dtype::F32, b / x.blocksize.max(1))
+                                as f32
+                            + x.offset
+                    }
+                })
+            }
+            Layout::MlxAffine {
+                scales,
+                group,
+                k: cols,
+                ..
+            } => scalar(
+                self.bytes(scales),
+                self.dtype_of(scales, Dtype::BF16),
+                n * (cols / group.max(1)) + k / group.max(1),
+            ),
+        })
+    }
+
+    /// How many (group, column) pairs hold each zero point, for the
+    /// layouts that store one (GPTQ, AWQ, compressed-tensors INT with a
+    /// zero point): `(zero, count)` ascending; `None` otherwise.
+    pub fn zero_counts(&self) -> Option<Vec<(i64, u64)>> {
+        let (groups, cols): (u64, u64) = match *self.layout {
+            Layout::Gptq { groups, n, .. } => (groups, n),
+            Layout::Awq { k, group, n, .. } => (k.div_ceil(group.max(1)), n),
+            Layout::CtPack {
+                scale,
+                zero: Some(_),
+                n,
+                ..
+            } => (scale.grid.cols, n),
+            _ => return None,
+        };
+        // The zero points are at most a few million (one per group and
+        // column): a map of the few values they take.
+        let mut counts: std::collections::BTreeMap<i64, u64> = std::collections::BTreeMap::new();
+        for g in 0..groups {
+            for n in 0..cols {
+                *counts.entry(self.zero_of(g, n)).or_insert(0) += 1;
+            }
+        }
+        Some(counts.into_iter().collect())
+    }
+
+    /// The zero point of group `g` in output column `n` (0 without one).
+    fn zero_of(&self, g: u64, n: u64) -> i64 {
+        match *self.layout {
+            Layout::Gptq { .. } => self.gptq_zero(g, n),
+            Layout::Awq {
+                qzeros, n: cols, ..
+            } => {
+                let shift = 4 * AWQ_NIBBLE[(n % 8) as usize];
+                i64::from((word(self.bytes(qzeros), g * (cols / 8) + n / 8) >> shift) & 15)
+            }
+            Layout::CtPack {
+                scale,
+                zero: Some((t, packed)),
+                bits,
+                dense,
+                ..
+            } => {
+                let zbytes = self.bytes(t);
+                let cols = scale.grid.cols;
+                if packed {
+                    let half = 1i64 << (bits - 1);
+                    let per = u64::from(32 / bits);
+                    let u = if dense {
+                        column_stream(zbytes, cols, g, n * u64::from(bits), bits)
+                    } else {
+                        (word(zbytes, (n / per) * cols + g) >> ((n % per) as u32 * bits))
+                            & ((1u32 << bits) - 1)
+                    };
+                    i64::from(u) - half
+                } else {
+                    scalar(zbytes, self.dtype_of(t, Dtype::I32), n * cols + g) as i64
+                }
+            }
+            _ => 0,
+        }
+    }
+
     /// The scale tensor, and the dtype its bytes are read as.
     pub fn scale_part(&self) -> Option<(TensorRef, Dtype)> {
         match self.layout {

@@ -44,7 +44,7 @@ use rayon::prelude::*;
 
 pub use bins::{DEFAULT_BINS, MAX_BINS, QUANTILES, nearest_rank};
 pub use quant::{
-    CodeCounts, Entry, LogicalStats, QuantStats, ScaleStats, Undecoded, logical_stats,
+    CodeCounts, Entry, LogicalStats, QuantStats, ScaleStats, Undecoded, ZeroCounts, logical_stats,
     planned_logical_work, scan_dequant_each,
 };
 pub use report::{

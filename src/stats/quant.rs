@@ -83,6 +83,19 @@ pub struct QuantStats {
     pub at_extremes: f64,
     /// The scales' distribution.
     pub scales: Option<ScaleStats>,
+    /// The zero points' distribution, for schemes that store them:
+    /// how many (group, output column) pairs hold each.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zeros: Option<ZeroCounts>,
+}
+
+/// How many (group, column) pairs hold each zero point.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ZeroCounts {
+    /// The zero points present, ascending.
+    pub values: Vec<i64>,
+    /// Pairs per value.
+    pub counts: Vec<u64>,
 }
 
 /// Statistics of a logical tensor: the values' figures (as a tensor of
@@ -166,6 +179,10 @@ pub fn logical_stats(
                 at as f64 / total as f64
             },
             scales,
+            zeros: dq.zero_counts().map(|z| ZeroCounts {
+                values: z.iter().map(|(v, _)| *v).collect(),
+                counts: z.iter().map(|(_, c)| *c).collect(),
+            }),
         },
     }))
 }

@@ -131,3 +131,72 @@ fn every_sample_decodes_to_its_oracle() {
     }
     eprintln!("{}", report.join("\n"));
 }
+
+/// The scale the value grid shows beside each element is the one its
+/// value was made with: for the samples whose values are exact products
+/// (gpt-oss MXFP4, DeepSeek FP8 block), value = code value × scale.
+#[test]
+fn the_scale_of_each_element_makes_its_value() {
+    for name in ["mxfp4_gptoss", "fp8_block128_deepseek"] {
+        let ck = Checkpoint::open(&sample(name).join("model.safetensors")).expect("open");
+        let q = quant::detect(&ck).expect("quantized");
+        for lt in q.tensors() {
+            let dq = Dequantizer::new(&ck, lt).expect("decoded");
+            let table = dq.code_values().expect("float codes");
+            let n = dq.len() as usize;
+            let mut vals = vec![0f32; n];
+            let mut codes = vec![0i32; n];
+            dq.values_and_codes(0, &mut vals, &mut codes);
+            for i in (0..n).step_by(97) {
+                let s = dq.scale_at(i as u64).expect("in range") as f32;
+                let want = table[codes[i] as usize] as f32 * s;
+                assert_eq!(
+                    vals[i].to_bits(),
+                    want.to_bits(),
+                    "{name} {} [{i}]",
+                    lt.name()
+                );
+            }
+            assert!(dq.scale_at(dq.len()).is_none());
+        }
+    }
+}
+
+/// The zero points' distribution: the symmetric GPTQ sample stores 8 for
+/// every group and column (v1: 7, read back as 8); AWQ's are asymmetric.
+#[test]
+fn zero_points_are_counted_per_group_and_column() {
+    use tensorscope::jobs::{CancelToken, Progress};
+    use tensorscope::stats::{StatsOptions, logical_stats};
+    for (name, symmetric) in [
+        ("gptq_w4_g128_sym_actorder_v1", true),
+        ("awq_gemm_w4_g128", false),
+    ] {
+        let ck = Checkpoint::open(&sample(name).join("model.safetensors")).expect("open");
+        let q = quant::detect(&ck).expect("quantized");
+        for lt in q.tensors() {
+            let s = logical_stats(
+                &ck,
+                lt,
+                &StatsOptions::default(),
+                &CancelToken::new(),
+                &Progress::new(),
+            )
+            .expect("stats")
+            .expect("decoded");
+            let z = s.quant.zeros.expect("zero points");
+            let groups = lt.shape()[1].div_ceil(128);
+            assert_eq!(
+                z.counts.iter().sum::<u64>(),
+                groups * lt.shape()[0],
+                "{name}"
+            );
+            if symmetric {
+                assert_eq!(z.values, [8], "{name} {}", lt.name());
+            } else {
+                assert!(z.values.len() > 1, "{name} {}: {:?}", lt.name(), z.values);
+                assert!(z.values.iter().all(|v| (0..16).contains(v)));
+            }
+        }
+    }
+}

@@ -224,7 +224,8 @@ fn values_ui(ui: &mut egui::Ui, view: &mut ViewState, ck: &Checkpoint, lt: &Logi
         .id_salt("quant_value_grid")
         .striped(true)
         .column(egui_extras::Column::initial(150.0).at_least(60.0))
-        .column(egui_extras::Column::initial(80.0).at_least(40.0))
+        .column(egui_extras::Column::initial(60.0).at_least(40.0))
+        .column(egui_extras::Column::initial(110.0).at_least(60.0))
         .column(egui_extras::Column::remainder().at_least(80.0))
         .header(row_h, |mut h| {
             h.col(|ui| {
@@ -232,6 +233,9 @@ fn values_ui(ui: &mut egui::Ui, view: &mut ViewState, ck: &Checkpoint, lt: &Logi
             });
             h.col(|ui| {
                 ui.strong("code");
+            });
+            h.col(|ui| {
+                ui.strong("scale");
             });
             h.col(|ui| {
                 ui.strong("value");
@@ -246,6 +250,9 @@ fn values_ui(ui: &mut egui::Ui, view: &mut ViewState, ck: &Checkpoint, lt: &Logi
                 });
                 row.col(|ui| {
                     ui.monospace(codes.get(k).map_or(String::new(), ToString::to_string));
+                });
+                row.col(|ui| {
+                    ui.monospace(dq.scale_at(i).map_or(String::new(), fmt_value));
                 });
                 row.col(|ui| {
                     ui.monospace(
@@ -296,6 +303,20 @@ fn quant_stats_ui(ui: &mut egui::Ui, q: &QuantStats) {
         .show(ui, |plot| {
             plot.bar_chart(BarChart::new("codes", bars).color(colour));
         });
+    if let Some(z) = &q.zeros {
+        let most = z
+            .values
+            .iter()
+            .zip(&z.counts)
+            .max_by_key(|(_, c)| **c)
+            .map_or_else(String::new, |(v, c)| format!("; most common {v} ({c})"));
+        ui.label(format!(
+            "Zero points: {} values from {} to {}{most}",
+            z.values.len(),
+            z.values.first().copied().unwrap_or(0),
+            z.values.last().copied().unwrap_or(0)
+        ));
+    }
     if let Some(sc) = &q.scales {
         ui.label(format!(
             "{} scales in {} (as stored): {} .. {}",

@@ -1,14 +1,129 @@
 //! What the GUI shows of one pair beyond its metrics, computed on request:
-//! a linear histogram of Δ = a − b and a pooled map of |Δ|.
+//! a linear histogram of Δ = a − b and a pooled map of |Δ|. Either side is
+//! a stored tensor or a quantized weight's decoded values ([`Source`]).
 
 use super::{CHUNK_ELEMENTS, DiffOptions, Pair};
 use crate::dtype::Dtype;
 use crate::dtype::decode::decode_f64;
-use crate::format::Checkpoint;
+use crate::format::{Checkpoint, TensorRef};
 use crate::jobs::{CancelToken, Cancelled, Progress};
+use crate::quant::{Dequantizer, LogicalTensor};
 use crate::stats::heatmap::Heatmap;
 
 pub type DeltaHistogram = (Vec<f64>, Vec<u64>);
+
+/// One side of a pair: a stored tensor, or a quantized weight's values.
+#[derive(Debug, Clone, Copy)]
+pub enum Source<'a> {
+    /// A stored tensor of the checkpoint.
+    Stored(TensorRef),
+    /// A decoded logical tensor of the checkpoint.
+    Logical(&'a LogicalTensor),
+}
+
+/// A side, opened: its shape, the bits read per element (for progress),
+/// and its values.
+struct Reader<'a> {
+    shape: Vec<u64>,
+    bits: u64,
+    values: Values<'a>,
+}
+
+enum Values<'a> {
+    Stored { dtype: Dtype, bytes: &'a [u8] },
+    Logical(Dequantizer<'a>, Vec<f32>),
+}
+
+impl<'a> Reader<'a> {
+    /// `None` for a reference not in `ck`, a complex tensor, or an
+    /// undecoded weight.
+    fn open(ck: &'a Checkpoint, source: Source<'a>) -> Option<Self> {
+        match source {
+            Source::Stored(t) => {
+                let info = ck.info(t)?;
+                (info.dtype() != Dtype::C64).then(|| Self {
+                    shape: info.shape().to_vec(),
+                    bits: u64::from(info.dtype().bits()),
+                    values: Values::Stored {
+                        dtype: info.dtype(),
+                        bytes: ck.bytes(t),
+                    },
+                })
+            }
+            Source::Logical(lt) => {
+                let dq = Dequantizer::new(ck, lt)?;
+                let numel = lt.numel().max(1);
+                Some(Self {
+                    shape: lt.shape().to_vec(),
+                    bits: (lt.stored_bytes(ck) * 8).div_ceil(numel),
+                    values: Values::Logical(dq, vec![0f32; CHUNK_ELEMENTS]),
+                })
+            }
+        }
+    }
+
+    fn numel(&self) -> u64 {
+        self.shape.iter().product()
+    }
+
+    fn decode(&mut self, first: u64, out: &mut [f64], options: &DiffOptions) -> usize {
+        match &mut self.values {
+            Values::Stored { dtype, bytes } => {
+                decode_f64(*dtype, bytes, first, out, options.bit_order)
+            }
+            Values::Logical(dq, scratch) => {
+                let n = out.len().min(scratch.len());
+                let got = dq.values(first, &mut scratch[..n]);
+                for (o, v) in out.iter_mut().zip(&scratch[..got]) {
+                    *o = f64::from(*v);
+                }
+                got
+            }
+        }
+    }
+}
+
+/// Both sides opened, when they have one shape.
+fn readers<'a>(
+    a: &'a Checkpoint,
+    sa: Source<'a>,
+    b: &'a Checkpoint,
+    sb: Source<'a>,
+) -> Option<(Reader<'a>, Reader<'a>)> {
+    let (ra, rb) = (Reader::open(a, sa)?, Reader::open(b, sb)?);
+    (ra.shape == rb.shape).then_some((ra, rb))
+}
+
+/// Runs `f(a_k, b_k)` over every pair of values, in chunks.
+fn each_pair(
+    ra: &mut Reader<'_>,
+    rb: &mut Reader<'_>,
+    options: &DiffOptions,
+    cancel: &CancelToken,
+    progress: &Progress,
+    f: &mut dyn FnMut(u64, f64, f64),
+) -> Result<(), Cancelled> {
+    let mut va = vec![0f64; CHUNK_ELEMENTS];
+    let mut vb = vec![0f64; CHUNK_ELEMENTS];
+    let numel = ra.numel();
+    let mut first = 0u64;
+    while first < numel {
+        cancel.check()?;
+        let n = ((numel - first).min(CHUNK_ELEMENTS as u64)) as usize;
+        let got =
+            ra.decode(first, &mut va[..n], options)
+                .min(rb.decode(first, &mut vb[..n], options));
+        if got == 0 {
+            break;
+        }
+        for k in 0..got {
+            f(first + k as u64, va[k], vb[k]);
+        }
+        progress.add(((got as u64) * (ra.bits + rb.bits)).div_ceil(8));
+        first += got as u64;
+    }
+    Ok(())
+}
 
 /// A linear histogram of Δ = a − b over finite pairs of one tensor pair
 /// (two passes: range, then counts), for the GUI's pair view.
@@ -21,59 +136,77 @@ pub fn delta_histogram(
     cancel: &CancelToken,
     progress: &Progress,
 ) -> Result<Option<DeltaHistogram>, Cancelled> {
-    let (Some(ia), Some(ib)) = (a.info(pair.a), b.info(pair.b)) else {
+    delta_histogram_of(
+        a,
+        Source::Stored(pair.a),
+        b,
+        Source::Stored(pair.b),
+        bins,
+        options,
+        cancel,
+        progress,
+    )
+}
+
+/// [`delta_histogram`] of any two sources.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the two sides, the bins, and the run's context"
+)]
+pub fn delta_histogram_of(
+    a: &Checkpoint,
+    sa: Source<'_>,
+    b: &Checkpoint,
+    sb: Source<'_>,
+    bins: usize,
+    options: &DiffOptions,
+    cancel: &CancelToken,
+    progress: &Progress,
+) -> Result<Option<DeltaHistogram>, Cancelled> {
+    let Some((mut ra, mut rb)) = readers(a, sa, b, sb) else {
         return Ok(None);
     };
-    if ia.shape() != ib.shape() || ia.dtype() == Dtype::C64 || ib.dtype() == Dtype::C64 {
-        return Ok(None);
-    }
-    let (ba, bb) = (a.bytes(pair.a), b.bytes(pair.b));
     let bins = bins.clamp(1, 4096);
-    progress.set_total(2 * (ia.nbytes() + ib.nbytes()));
-    let mut va = vec![0f64; CHUNK_ELEMENTS];
-    let mut vb = vec![0f64; CHUNK_ELEMENTS];
-    let mut pass = |f: &mut dyn FnMut(f64)| -> Result<(), Cancelled> {
-        let mut first = 0u64;
-        while first < ia.numel() {
-            cancel.check()?;
-            let n = ((ia.numel() - first).min(CHUNK_ELEMENTS as u64)) as usize;
-            let ga = decode_f64(ia.dtype(), ba, first, &mut va[..n], options.bit_order);
-            let gb = decode_f64(ib.dtype(), bb, first, &mut vb[..n], options.bit_order);
-            let got = ga.min(gb);
-            if got == 0 {
-                break;
-            }
-            for k in 0..got {
-                let d = va[k] - vb[k];
-                if d.is_finite() {
-                    f(d);
-                }
-            }
-            progress
-                .add(((got as u64) * u64::from(ia.dtype().bits() + ib.dtype().bits())).div_ceil(8));
-            first += got as u64;
-        }
-        Ok(())
-    };
+    progress.set_total((2 * ra.numel() * (ra.bits + rb.bits)).div_ceil(8));
     let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
-    pass(&mut |d| {
-        lo = lo.min(d);
-        hi = hi.max(d);
-    })?;
+    each_pair(
+        &mut ra,
+        &mut rb,
+        options,
+        cancel,
+        progress,
+        &mut |_, x, y| {
+            let d = x - y;
+            if d.is_finite() {
+                lo = lo.min(d);
+                hi = hi.max(d);
+            }
+        },
+    )?;
     if lo > hi {
         return Ok(Some((Vec::new(), Vec::new())));
     }
     let nb = if hi > lo { bins } else { 1 };
     let width = (hi - lo) / nb as f64;
     let mut counts = vec![0u64; nb];
-    pass(&mut |d| {
-        let i = if width > 0.0 {
-            (((d - lo) / width) as usize).min(nb - 1)
-        } else {
-            0
-        };
-        counts[i] += 1;
-    })?;
+    each_pair(
+        &mut ra,
+        &mut rb,
+        options,
+        cancel,
+        progress,
+        &mut |_, x, y| {
+            let d = x - y;
+            if d.is_finite() {
+                let i = if width > 0.0 {
+                    (((d - lo) / width) as usize).min(nb - 1)
+                } else {
+                    0
+                };
+                counts[i] += 1;
+            }
+        },
+    )?;
     let edges = (0..=nb)
         .map(|i| if i == nb { hi } else { lo + width * i as f64 })
         .collect();
@@ -83,10 +216,6 @@ pub fn delta_histogram(
 /// A downsampled map of |a − b| for one pair of the same shape: the last
 /// axis is the columns, all leading axes together the rows; each cell holds
 /// the largest |Δ| of its block (NaN where a block has no finite pair).
-#[allow(
-    clippy::many_single_char_names,
-    reason = "a and b are the two sides of the comparison"
-)]
 pub fn abs_delta_map(
     a: &Checkpoint,
     b: &Checkpoint,
@@ -96,53 +225,70 @@ pub fn abs_delta_map(
     cancel: &CancelToken,
     progress: &Progress,
 ) -> Result<Option<Heatmap>, Cancelled> {
-    let (Some(ia), Some(ib)) = (a.info(pair.a), b.info(pair.b)) else {
+    abs_delta_map_of(
+        a,
+        Source::Stored(pair.a),
+        b,
+        Source::Stored(pair.b),
+        max_side,
+        options,
+        cancel,
+        progress,
+    )
+}
+
+/// [`abs_delta_map`] of any two sources.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the two sides, the map's size, and the run's context"
+)]
+#[expect(
+    clippy::many_single_char_names,
+    reason = "a and b are the two sides, x and y their values, r and c a cell"
+)]
+pub fn abs_delta_map_of(
+    a: &Checkpoint,
+    sa: Source<'_>,
+    b: &Checkpoint,
+    sb: Source<'_>,
+    max_side: usize,
+    options: &DiffOptions,
+    cancel: &CancelToken,
+    progress: &Progress,
+) -> Result<Option<Heatmap>, Cancelled> {
+    let Some((mut ra, mut rb)) = readers(a, sa, b, sb) else {
         return Ok(None);
     };
-    if ia.shape() != ib.shape()
-        || ia.numel() == 0
-        || ia.dtype() == Dtype::C64
-        || ib.dtype() == Dtype::C64
-    {
+    if ra.numel() == 0 {
         return Ok(None);
     }
-    let cols = ia.shape().last().copied().unwrap_or(1).max(1);
-    let rows = ia.numel() / cols;
+    let cols = ra.shape.last().copied().unwrap_or(1).max(1);
+    let rows = ra.numel() / cols;
     let side = max_side.max(1) as u64;
     let (height, width) = (rows.min(side) as usize, cols.min(side) as usize);
     let mut cells = vec![f64::NAN; width * height];
     let mut non_finite = vec![false; width * height];
-    let (ba, bb) = (a.bytes(pair.a), b.bytes(pair.b));
-    let mut va = vec![0f64; CHUNK_ELEMENTS];
-    let mut vb = vec![0f64; CHUNK_ELEMENTS];
-    progress.set_total(ia.nbytes() + ib.nbytes());
-    let mut first = 0u64;
-    while first < ia.numel() {
-        cancel.check()?;
-        let n = ((ia.numel() - first).min(CHUNK_ELEMENTS as u64)) as usize;
-        let got = decode_f64(ia.dtype(), ba, first, &mut va[..n], options.bit_order).min(
-            decode_f64(ib.dtype(), bb, first, &mut vb[..n], options.bit_order),
-        );
-        if got == 0 {
-            break;
-        }
-        for k in 0..got {
-            let i = first + k as u64;
+    progress.set_total((ra.numel() * (ra.bits + rb.bits)).div_ceil(8));
+    each_pair(
+        &mut ra,
+        &mut rb,
+        options,
+        cancel,
+        progress,
+        &mut |i, x, y| {
             let (r, c) = (i / cols, i % cols);
             let cell = (r as u128 * height as u128 / rows as u128) as usize * width
                 + (c as u128 * width as u128 / cols as u128) as usize;
-            let d = (va[k] - vb[k]).abs();
+            let d = (x - y).abs();
             if d.is_finite() {
                 if cells[cell].is_nan() || d > cells[cell] {
                     cells[cell] = d;
                 }
-            } else if !(va[k].is_nan() && vb[k].is_nan()) && va[k] != vb[k] {
+            } else if !(x.is_nan() && y.is_nan()) && x != y {
                 non_finite[cell] = true;
             }
-        }
-        progress.add(((got as u64) * u64::from(ia.dtype().bits() + ib.dtype().bits())).div_ceil(8));
-        first += got as u64;
-    }
+        },
+    )?;
     Ok(Some(Heatmap::from_cells(
         width, height, cells, non_finite, rows, cols,
     )))

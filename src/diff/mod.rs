@@ -22,7 +22,9 @@ mod detail;
 mod matching;
 mod values;
 
-pub use detail::{DeltaHistogram, abs_delta_map, delta_histogram};
+pub use detail::{
+    DeltaHistogram, Source, abs_delta_map, abs_delta_map_of, delta_histogram, delta_histogram_of,
+};
 pub use matching::{Pair, Side, diff_metadata, match_key, match_tensors, metadata_of};
 pub use values::diff_pair;
 

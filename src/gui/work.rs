@@ -179,6 +179,60 @@ pub fn heatmap(
     Ok(map)
 }
 
+/// [`pair_detail`] of a pair where a side is a quantized weight: each side
+/// by name, its decoded values when its quantization has a decoded
+/// logical tensor of that name, else its stored tensor.
+pub fn pair_detail_of(
+    (a, qa, name_a): (&Checkpoint, Option<&QuantRows>, &str),
+    (b, qb, name_b): (&Checkpoint, Option<&QuantRows>, &str),
+    cancel: &CancelToken,
+    progress: &Progress,
+) -> Result<PairDetail, String> {
+    let options = StatsOptions::default();
+    let (sa, parts_a, stats_a) = detail_side(a, qa, name_a, &options, cancel, progress)?;
+    let (sb, parts_b, stats_b) = detail_side(b, qb, name_b, &options, cancel, progress)?;
+    let opts = DiffOptions::default();
+    let delta = diff::delta_histogram_of(a, sa, b, sb, 128, &opts, cancel, progress)
+        .map_err(|e| e.to_string())?;
+    let map = diff::abs_delta_map_of(a, sa, b, sb, 256, &opts, cancel, progress)
+        .map_err(|e| e.to_string())?;
+    a.check_unchanged(&parts_a).map_err(|e| e.to_string())?;
+    b.check_unchanged(&parts_b).map_err(|e| e.to_string())?;
+    Ok(PairDetail {
+        a: stats_a,
+        b: stats_b,
+        delta,
+        map,
+    })
+}
+
+/// One side of [`pair_detail_of`]: its source, the stored tensors it reads,
+/// and its statistics.
+fn detail_side<'q>(
+    ck: &Checkpoint,
+    q: Option<&'q QuantRows>,
+    name: &str,
+    options: &StatsOptions,
+    cancel: &CancelToken,
+    progress: &Progress,
+) -> Result<(crate::diff::Source<'q>, Vec<TensorRef>, TensorStats), String> {
+    use crate::diff::Source;
+    let logical = q
+        .and_then(|q| q.quant.find(name))
+        .filter(|lt| lt.status() == crate::quant::Status::Decoded);
+    if let Some(lt) = logical {
+        let parts = lt.parts().iter().map(|(_, t)| *t).collect::<Vec<_>>();
+        let stats = stats::logical_stats(ck, lt, options, cancel, progress)
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("{name} is not decoded"))?
+            .stats;
+        return Ok((Source::Logical(lt), parts, stats));
+    }
+    let t = ck.find(name).ok_or_else(|| format!("no tensor {name}"))?;
+    let stats = stats::tensor_stats(ck, t, options, cancel, progress).map_err(|e| e.to_string())?;
+    Ok((Source::Stored(t), vec![t], stats))
+}
+
 /// The diff of two checkpoints, on the job pool.
 pub fn diff(
     a: &Checkpoint,

@@ -147,12 +147,21 @@ impl Runner<'_> {
         };
         let wanted = c.detail.wants(&i);
         if t.dequantized.is_some() {
-            // Its stored parts are packed codes: their Δ figures would not
-            // be the weight's.
+            // Its stored parts are packed codes: the Δ figures are of the
+            // decoded values, looked up by logical name on either side.
+            let qa = tab.loaded().and_then(|l| l.quant.clone());
+            let qb = c.b().and_then(|l| l.quant.clone());
+            let names = (
+                t.name_a.clone().unwrap_or_else(|| t.name.clone()),
+                t.name.clone(),
+            );
             let job = wanted.then(|| {
-                self.spawn("diff-pair", move |_, _| {
-                    Err::<crate::gui::state::PairDetail, String>(
-                        "a quantized weight compared by its decoded values: its row gives the figures; the Δ histogram and map of such pairs are not drawn yet".into(),
+                self.spawn("diff-pair", move |cancel, progress| {
+                    work::pair_detail_of(
+                        (&a, qa.as_deref(), &names.0),
+                        (&b, qb.as_deref(), &names.1),
+                        cancel,
+                        progress,
                     )
                 })
             });

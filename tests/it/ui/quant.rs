@@ -94,5 +94,8 @@ fn the_diff_against_the_original_compares_decoded_values() {
     h.get_by_label("model.layers.0.self_attn.q_proj.weight")
         .click();
     settle(&mut h);
-    h.get_by_label_contains("compared by its decoded values");
+    // The pair's detail is of the decoded values: both histograms, the
+    // error's histogram and its map.
+    h.get_by_label("Histograms of A and B");
+    h.get_by_label_contains("|Δ| map");
 }

@@ -403,7 +403,8 @@ impl<'a> Dequantizer<'a> {
             ),
             Layout::CtPack { scale, g_idx, .. } => {
                 let g = group_of(g_idx, scale.grid.width);
-                scalar(self.bytes(scale.t), scale.dtype, n * scale.grid.cols + g)
+                let row = (n / scale.grid.rows.max(1)) * scale.grid.cols;
+                scalar(self.bytes(scale.t), scale.dtype, row + g)
             }
             Layout::Scaled { scale, per_127, .. } => {
                 let at = (n / scale.grid.rows) * scale.grid.cols + k / scale.grid.width.max(1);
@@ -983,8 +984,9 @@ impl<'a> Dequantizer<'a> {
                 Some((zbytes, false, zd)) => scalar(zbytes, zd, n * cols + g) as i64,
             }
         };
+        let scale_row = (n / scale.grid.rows.max(1)) * cols;
         let value = |g: u64, u: u32| {
-            let s = scalar(sc, scale.dtype, n * cols + g);
+            let s = scalar(sc, scale.dtype, scale_row + g);
             int_value(vd, i64::from(u) - half - zero_of(g), s, scale.dtype)
         };
         let code = |k: u64| {
@@ -1011,7 +1013,7 @@ impl<'a> Dequantizer<'a> {
             }
             None => {
                 for (g, at, count) in segments(k0, out.len(), scale.grid.width) {
-                    let (z, s) = (zero_of(g), scalar(sc, scale.dtype, n * cols + g));
+                    let (z, s) = (zero_of(g), scalar(sc, scale.dtype, scale_row + g));
                     let lut = table(bits, |u| {
                         int_value(vd, i64::from(u) - half - z, s, scale.dtype)
                     });

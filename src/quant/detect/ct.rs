@@ -89,7 +89,14 @@ pub(super) fn pack(cx: &Context<'_>, m: &Module<'_>) -> Option<LogicalTensor> {
     let Some(scale) = m.get("weight_scale") else {
         return Some(found.inconsistent("pack-quantized without weight_scale".into()));
     };
-    let (Some((rows, cols)), Some((sr, sc))) = (dims2(packed), dims2(scale)) else {
+    // A per-tensor scale (`strategy: tensor`) is one value for every row.
+    let per_tensor = scale.numel() == 1 && scale.shape().len() <= 2;
+    let scale_dims = if per_tensor {
+        Some((n, 1))
+    } else {
+        dims2(scale)
+    };
+    let (Some((rows, cols)), Some((sr, sc))) = (dims2(packed), scale_dims) else {
         return Some(found.inconsistent(format!(
             "pack-quantized parts must be 2-D: {}, {}",
             packed.describe(),
@@ -229,14 +236,18 @@ pub(super) fn pack(cx: &Context<'_>, m: &Module<'_>) -> Option<LogicalTensor> {
         })
         .shape(vec![n, k])
         .value_dtype(round_dtype(scale.dtype()));
-    found.lt.label = int_label("CT", bits, group);
+    found.lt.label = if per_tensor {
+        format!("CT int{bits} per-tensor")
+    } else {
+        int_label("CT", bits, group)
+    };
     Some(found.decoded(Layout::CtPack {
         packed: packed.t,
         scale: Scale {
             t: scale.t,
             dtype: scale.dtype(),
             grid: Grid {
-                rows: 1,
+                rows: if per_tensor { n } else { 1 },
                 width,
                 cols: sc,
             },

@@ -362,3 +362,32 @@ fn dequantized_statistics_match_the_values_scanned_as_f32() {
     }
     assert!(checked > 300, "only {checked} checked");
 }
+
+/// compressed-tensors' `strategy: tensor`: one scale for the whole weight
+/// (`weight_scale` of one element), made from the per-channel fixture.
+#[test]
+fn a_per_tensor_pack_quantized_scale_decodes() {
+    let mut fx = g::ct_pack(4, None, true, true, false);
+    let s0 = half::bf16::from_f32(0.0123);
+    for t in &mut fx.tensors {
+        if t.0.ends_with("weight_scale") {
+            t.2 = vec![1];
+            t.3 = s0.to_le_bytes().to_vec();
+        }
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ck = Checkpoint::open(&fx.write(dir.path())).expect("open");
+    let q = quant::detect(&ck).expect("quantized");
+    for want in &fx.expected {
+        let lt = q.find(&want.name).expect("logical tensor");
+        assert_eq!(lt.status(), Status::Decoded, "{}", lt.message());
+        assert!(lt.label().ends_with("per-tensor"), "{}", lt.label());
+        let dq = Dequantizer::new(&ck, lt).expect("decoded");
+        let mut vals = vec![0f32; want.codes.len()];
+        dq.values(0, &mut vals);
+        for (v, &c) in vals.iter().zip(&want.codes) {
+            let exact = c as f64 * s0.to_f64();
+            assert_eq!(*v, half::bf16::from_f64(exact).to_f32(), "code {c}");
+        }
+    }
+}

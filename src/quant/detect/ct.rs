@@ -35,13 +35,30 @@ pub(super) fn weight_args<'a>(cx: &'a Context<'_>, module: &str) -> Option<&'a V
     if ignored {
         return None;
     }
-    body.get("config_groups")?
-        .as_object()?
-        .values()
-        .find(|g| {
-            g.get("targets")
-                .and_then(Value::as_array)
-                .is_some_and(|t| t.iter().filter_map(Value::as_str).any(matches))
+    // A group naming the module (exactly or by regex) wins over one that
+    // targets a class such as `Linear`.
+    let groups = body.get("config_groups")?.as_object()?;
+    let targets = |g: &Value| -> Vec<String> {
+        g.get("targets")
+            .and_then(Value::as_array)
+            .map(|t| {
+                t.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let by_name = groups.values().find(|g| {
+        targets(g)
+            .iter()
+            .any(|t| (t.starts_with("re:") || t.contains('.')) && matches(t))
+    });
+    by_name
+        .or_else(|| {
+            groups
+                .values()
+                .find(|g| targets(g).iter().any(|t| matches(t)))
         })?
         .get("weights")
 }

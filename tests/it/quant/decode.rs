@@ -391,3 +391,42 @@ fn a_per_tensor_pack_quantized_scale_decodes() {
         }
     }
 }
+
+/// compressed-tensors config groups: one naming a module by regex wins
+/// over one targeting the `Linear` class, whatever their order.
+#[test]
+fn a_config_group_naming_the_module_wins_over_a_class_target() {
+    let mut fx = g::ct_pack(8, Some(32), true, true, false);
+    for (name, bytes) in &mut fx.files {
+        if name == "config.json" {
+            let mut v: serde_json::Value = serde_json::from_slice(bytes).expect("json");
+            let q = &mut v["quantization_config"];
+            let eight = q["config_groups"]["group_0"].clone();
+            let mut four = eight.clone();
+            four["weights"]["num_bits"] = 4.into();
+            four["targets"] = serde_json::json!(["Linear"]);
+            let mut named = eight;
+            named["targets"] = serde_json::json!(["re:.*down_proj$"]);
+            q["config_groups"] = serde_json::json!({"group_0": four, "group_1": named});
+            *bytes = serde_json::to_vec(&v).expect("json");
+        }
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ck = Checkpoint::open(&fx.write(dir.path())).expect("open");
+    let q = quant::detect(&ck).expect("quantized");
+    let down = q
+        .find("model.layers.0.mlp.down_proj.weight")
+        .expect("down_proj");
+    assert_eq!(
+        (down.status(), down.bits()),
+        (Status::Decoded, 8),
+        "{}",
+        down.message()
+    );
+    // q_proj falls to the Linear group's 4 bits, which its shapes deny.
+    let qp = q
+        .find("model.layers.0.self_attn.q_proj.weight")
+        .expect("q_proj");
+    assert_eq!(qp.status(), Status::Inconsistent, "{}", qp.message());
+    assert!(qp.message().contains("4 bits"), "{}", qp.message());
+}

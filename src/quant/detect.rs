@@ -468,6 +468,28 @@ fn round_dtype(scale: Dtype) -> Dtype {
 
 /// Matches one module against every signature, in QUANT.md §8's order.
 fn match_module(cx: &Context<'_>, m: &Module<'_>) -> Vec<LogicalTensor> {
+    // A part with no elements may have any other dimension (the format
+    // bounds only the product): nothing about its shapes can be trusted.
+    if let Some(empty) = m.parts.values().find(|p| p.numel() == 0)
+        && m.parts.keys().any(|r| {
+            QUANT_ROLES
+                .iter()
+                .any(|q| r.as_str() == *q || r.ends_with("_blocks"))
+        })
+    {
+        return vec![
+            Found::new(
+                m.name("weight"),
+                Scheme::Other,
+                "quantized (empty part)".into(),
+                all_parts(m),
+            )
+            .inconsistent(format!("{} has no elements", empty.describe())),
+        ];
+    }
+    if m.parts.values().any(|p| p.numel() == 0) {
+        return Vec::new();
+    }
     let blocks = gptoss::pairs(cx, m);
     if !blocks.is_empty() {
         return blocks;
@@ -484,6 +506,24 @@ fn match_module(cx: &Context<'_>, m: &Module<'_>) -> Vec<LogicalTensor> {
     ];
     matchers.iter().find_map(|f| f(cx, m)).into_iter().collect()
 }
+
+/// Roles that only quantized weights have.
+const QUANT_ROLES: [&str; 14] = [
+    "qweight",
+    "qzeros",
+    "scales",
+    "weight_packed",
+    "weight_scale",
+    "weight_scale_inv",
+    "weight_global_scale",
+    "weight_scale_2",
+    "weight.absmax",
+    "weight.quant_map",
+    "SCB",
+    "biases",
+    "q_weight",
+    "trellis",
+];
 
 /// Signatures of schemes that are recognized and not decoded.
 fn recognized_only(_: &Context<'_>, m: &Module<'_>) -> Option<LogicalTensor> {

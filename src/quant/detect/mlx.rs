@@ -71,7 +71,7 @@ pub(super) fn mlx(cx: &Context<'_>, m: &Module<'_>) -> Option<LogicalTensor> {
             )));
         }
         let fits = |g: u64| {
-            let k = sc * g;
+            let k = sc.checked_mul(g).filter(|&k| k > 0)?;
             (words * 32 % k == 0)
                 .then(|| words * 32 / k)
                 .filter(|b| matches!(b, 2 | 3 | 4 | 5 | 6 | 8))

@@ -430,3 +430,45 @@ fn a_config_group_naming_the_module_wins_over_a_class_target() {
     assert_eq!(qp.status(), Status::Inconsistent, "{}", qp.message());
     assert!(qp.message().contains("4 bits"), "{}", qp.message());
 }
+
+/// A part with no elements can carry any other dimension (the format
+/// bounds only the product), and a config can say a group of 0: neither
+/// may panic, and the weight is inconsistent.
+#[test]
+fn empty_parts_and_zero_groups_are_inconsistent_not_a_panic() {
+    use crate::fixtures::with_header;
+    let huge = 1u64 << 62;
+    let header = format!(
+        r#"{{"m.qweight":{{"dtype":"I32","shape":[2,8],"data_offsets":[0,64]}},"m.qzeros":{{"dtype":"I32","shape":[0,{huge}],"data_offsets":[64,64]}},"m.scales":{{"dtype":"F16","shape":[1,8],"data_offsets":[64,80]}}}}"#
+    );
+    let mut bytes = with_header(&header, 0);
+    while (bytes.len() - 8) % 8 != 0 {
+        bytes.insert(8 + header.len(), b' ');
+    }
+    let pad = bytes.len() - 8;
+    bytes[..8].copy_from_slice(&(pad as u64).to_le_bytes());
+    bytes.resize(bytes.len() + 80, 0x11);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("empty.safetensors");
+    std::fs::write(&path, &bytes).expect("write");
+    let ck = Checkpoint::open(&path).expect("a valid file");
+    let q = quant::detect(&ck).expect("a quantized module");
+    let lt = q.tensors().first().expect("one");
+    assert_eq!(lt.status(), Status::Inconsistent);
+    assert!(lt.message().contains("no elements"), "{}", lt.message());
+
+    let mut fx = g::mlx_affine(4, 64, "BF16");
+    for (name, content) in &mut fx.files {
+        if name == "config.json" {
+            *content = br#"{"quantization": {"group_size": 0, "bits": 4}}"#.to_vec();
+        }
+    }
+    let path = fx.write(&dir.path().join("mlx0"));
+    let ck = Checkpoint::open(&path).expect("open");
+    let q = quant::detect(&ck).expect("quantized");
+    assert!(
+        q.tensors()
+            .iter()
+            .all(|t| t.status() == Status::Inconsistent)
+    );
+}

@@ -442,7 +442,7 @@ fn empty_parts_and_zero_groups_are_inconsistent_not_a_panic() {
         r#"{{"m.qweight":{{"dtype":"I32","shape":[2,8],"data_offsets":[0,64]}},"m.qzeros":{{"dtype":"I32","shape":[0,{huge}],"data_offsets":[64,64]}},"m.scales":{{"dtype":"F16","shape":[1,8],"data_offsets":[64,80]}}}}"#
     );
     let mut bytes = with_header(&header, 0);
-    while (bytes.len() - 8) % 8 != 0 {
+    while !(bytes.len() - 8).is_multiple_of(8) {
         bytes.insert(8 + header.len(), b' ');
     }
     let pad = bytes.len() - 8;

@@ -15,12 +15,12 @@ use serde::Serialize;
 use super::output::{
     ErrorDoc, Output, display_name, group_digits, path_string, report_error, with_progress_bar,
 };
-use super::{Common, EXIT_ERROR, EXIT_OK};
+use super::{Common, EXIT_ERROR, EXIT_NO, EXIT_OK};
 use tensorscope::format::{Checkpoint, TensorRef};
 use tensorscope::jobs::{CancelToken, Progress};
 use tensorscope::quant::{LogicalTensor, Quantization};
 use tensorscope::stats::{
-    DEFAULT_BINS, Entry, Histogram, LogicalStats, MAX_BINS, QUANTILES, Scalar, StatsError,
+    DEFAULT_BINS, Detail, Entry, Histogram, LogicalStats, MAX_BINS, QUANTILES, Scalar, StatsError,
     StatsOptions, Summary, TensorStats, ValueStats, scan_dequant_each, scan_each,
 };
 
@@ -45,10 +45,88 @@ pub struct StatsArgs {
     /// logical name, with `scheme` and `quant`) in place of its parts.
     #[arg(long)]
     pub dequant: bool,
+    /// Counts, range and moments only, in one pass: no histograms, and
+    /// quantiles `null` (a quick NaN/Inf sweep of a whole checkpoint).
+    #[arg(long)]
+    pub moments: bool,
+    /// Exit 1 when a scanned tensor has any of these (comma-separated):
+    /// `nan`, `inf`, `zero-tensor` (every element zero). The summary says
+    /// which, in `fail_on`. For gating a pipeline:
+    /// `tensorscope stats --moments --fail-on nan,inf model/`.
+    #[arg(long, value_name = "WHAT", value_delimiter = ',')]
+    pub fail_on: Vec<FailOn>,
     #[command(flatten)]
     pub f6: super::F6Order,
     #[command(flatten)]
     pub common: Common,
+}
+
+/// What `--fail-on` can fail on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FailOn {
+    /// A NaN element.
+    Nan,
+    /// A +Inf or -Inf element.
+    Inf,
+    /// A tensor whose elements are all zero.
+    ZeroTensor,
+}
+
+impl FailOn {
+    fn name(self) -> &'static str {
+        match self {
+            FailOn::Nan => "nan",
+            FailOn::Inf => "inf",
+            FailOn::ZeroTensor => "zero-tensor",
+        }
+    }
+}
+
+/// The `fail_on` member of the summary: what was checked, what was found.
+#[derive(Debug, Serialize)]
+struct FailOnDoc {
+    checked: Vec<FailOn>,
+    failed: Vec<FailOn>,
+    /// The tensors holding NaN or Inf (when `nan` or `inf` failed) and the
+    /// all-zero ones (when `zero-tensor` failed).
+    tensors: Vec<String>,
+}
+
+fn fail_on(args: &StatsArgs, summary: &Summary) -> Option<FailOnDoc> {
+    if args.fail_on.is_empty() {
+        return None;
+    }
+    let mut checked: Vec<FailOn> = Vec::new();
+    let mut failed = Vec::new();
+    let mut tensors: Vec<String> = Vec::new();
+    for &what in &args.fail_on {
+        if checked.contains(&what) {
+            continue;
+        }
+        checked.push(what);
+        let (hit, names) = match what {
+            FailOn::Nan => (summary.nan_count > 0, &summary.nonfinite_tensors),
+            FailOn::Inf => (summary.inf_count > 0, &summary.nonfinite_tensors),
+            FailOn::ZeroTensor => (
+                !summary.all_zero_tensors.is_empty(),
+                &summary.all_zero_tensors,
+            ),
+        };
+        if hit {
+            failed.push(what);
+            for n in names {
+                if !tensors.contains(n) {
+                    tensors.push(n.clone());
+                }
+            }
+        }
+    }
+    Some(FailOnDoc {
+        checked,
+        failed,
+        tensors,
+    })
 }
 
 /// The `stats --json` document (fields as DESIGN.md fixes them). It is
@@ -96,6 +174,11 @@ pub fn run(args: &StatsArgs, out: &mut Output) -> i32 {
     let options = StatsOptions {
         bins: usize::try_from(args.bins).unwrap_or(DEFAULT_BINS),
         bit_order: args.f6.bit_order(),
+        detail: if args.moments {
+            Detail::MomentsOnly
+        } else {
+            Detail::Full
+        },
         ..StatsOptions::default()
     };
     let started = Instant::now();
@@ -138,8 +221,12 @@ pub fn run(args: &StatsArgs, out: &mut Output) -> i32 {
             return EXIT_ERROR;
         }
     };
-    doc.finish(out, &summary, started.elapsed());
-    EXIT_OK
+    let verdict = fail_on(args, &summary);
+    doc.finish(out, &summary, verdict.as_ref(), started.elapsed());
+    match verdict {
+        Some(v) if !v.failed.is_empty() => EXIT_NO,
+        _ => EXIT_OK,
+    }
 }
 
 /// The output of `stats`, written as the tensors arrive: the same bytes as
@@ -237,12 +324,48 @@ impl Streamed {
         s
     }
 
-    fn finish(self, out: &mut Output, summary: &Summary, elapsed: Duration) {
+    fn finish(
+        self,
+        out: &mut Output,
+        summary: &Summary,
+        verdict: Option<&FailOnDoc>,
+        elapsed: Duration,
+    ) {
         if self.json {
-            let value = serde_json::to_string_pretty(summary).unwrap_or_default();
+            /// The summary with the verdict last, its own fields in order.
+            #[derive(Serialize)]
+            struct WithVerdict<'a> {
+                #[serde(flatten)]
+                summary: &'a Summary,
+                fail_on: &'a FailOnDoc,
+            }
+            let value = match verdict {
+                Some(fail_on) => serde_json::to_string_pretty(&WithVerdict { summary, fail_on }),
+                None => serde_json::to_string_pretty(summary),
+            }
+            .unwrap_or_default();
             out.text(&self.close("summary", &value));
         } else {
-            out.text(&summary_text(summary, elapsed));
+            let mut text = summary_text(summary, elapsed);
+            if let Some(v) = verdict {
+                let names =
+                    |w: &[FailOn]| w.iter().map(|f| f.name()).collect::<Vec<_>>().join(", ");
+                if v.failed.is_empty() {
+                    let _ = writeln!(text, "fail-on {}: none found", names(&v.checked));
+                } else {
+                    let _ = writeln!(
+                        text,
+                        "fail-on: found {} in {}",
+                        names(&v.failed),
+                        v.tensors
+                            .iter()
+                            .map(|t| display_name(t))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    );
+                }
+            }
+            out.text(&text);
         }
     }
 
@@ -550,7 +673,7 @@ mod tests {
         for t in tensors {
             doc.tensor(&mut out, t);
         }
-        doc.finish(&mut out, summary, Duration::from_millis(1));
+        doc.finish(&mut out, summary, None, Duration::from_millis(1));
         let bytes = sink.0.borrow().clone();
         String::from_utf8(bytes).expect("UTF-8")
     }

@@ -257,3 +257,68 @@ fn sharded_info_has_shards() {
     let (code, doc) = run_json(&["validate"], dir.path());
     assert_eq!(code, 0, "{doc}");
 }
+
+/// `stats --moments` is one pass without histograms or quantiles, and
+/// `--fail-on` exits 1 naming what it found, 0 when nothing.
+#[test]
+fn stats_moments_and_fail_on() {
+    use crate::fixtures::{RefTensor, reference_file, write};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let f32s = |v: &[f32]| RefTensor {
+        dtype: safetensors::Dtype::F32,
+        shape: vec![v.len()],
+        data: v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+    };
+    let tensors = [
+        (
+            "a.norm".to_owned(),
+            f32s(&[1.0, f32::NAN, f32::INFINITY, 2.0]),
+        ),
+        ("b.zeros".to_owned(), f32s(&[0.0, -0.0, 0.0])),
+        ("c.ok".to_owned(), f32s(&[0.5, -0.25])),
+    ];
+    let demo = write(
+        dir.path(),
+        "bad.safetensors",
+        &reference_file(&tensors, None),
+    );
+    let (code, doc) = run_json(
+        &["stats", "--moments", "--fail-on", "nan,inf,zero-tensor"],
+        &demo,
+    );
+    assert_eq!(code, 1, "{doc}");
+    let f = &doc["summary"]["fail_on"];
+    assert_eq!(
+        f["checked"],
+        serde_json::json!(["nan", "inf", "zero-tensor"])
+    );
+    assert_eq!(
+        f["failed"],
+        serde_json::json!(["nan", "inf", "zero-tensor"])
+    );
+    assert_eq!(f["tensors"], serde_json::json!(["a.norm", "b.zeros"]));
+    for t in doc["tensors"].as_array().expect("tensors") {
+        assert!(t["histogram"].is_null() && t["quantiles"].is_null(), "{t}");
+        assert!(t["count"].is_u64());
+    }
+    // A checkpoint with neither: exit 0, and the summary says so.
+    let plain = write(
+        dir.path(),
+        "plain.safetensors",
+        &crate::fixtures::small_model(),
+    );
+    let (code, doc) = run_json(&["stats", "--fail-on", "nan,inf"], &plain);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["summary"]["fail_on"]["failed"], serde_json::json!([]));
+    // Without --fail-on there is no verdict, and NaN does not fail.
+    let (code, doc) = run_json(&["stats", "--moments"], &demo);
+    assert_eq!(code, 0);
+    assert!(doc["summary"].get("fail_on").is_none());
+    let (code, _, err) = run(&[
+        std::ffi::OsStr::new("stats"),
+        std::ffi::OsStr::new("--fail-on"),
+        std::ffi::OsStr::new("nope"),
+        demo.as_os_str(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+}

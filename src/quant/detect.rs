@@ -262,6 +262,21 @@ fn known_method(m: &str) -> bool {
 
 /// Every logical tensor of a checkpoint, in the order of their first part.
 pub(super) fn logical_tensors(ck: &Checkpoint, config: &QuantConfig) -> Vec<LogicalTensor> {
+    // Most checkpoints are plain: without a config, and with no tensor
+    // whose role only quantized weights have, nothing is grouped (a
+    // million-tensor header costs one pass over its names).
+    let quant_role = |name: &str| {
+        let (_, role) = split(name);
+        QUANT_ROLES.contains(&role)
+            || SIGNATURE_ROLES.contains(&role)
+            || role.ends_with("_blocks")
+            || role.starts_with("weight.quant_state.")
+            || role.starts_with("weight:")
+            || role.starts_with("weight._")
+    };
+    if config.method.is_none() && !ck.entries().any(|(_, i)| quant_role(i.name())) {
+        return Vec::new();
+    }
     let mut modules: Vec<Module<'_>> = Vec::new();
     let mut index: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     for (t, info) in ck.entries() {
@@ -523,6 +538,17 @@ const QUANT_ROLES: [&str; 14] = [
     "biases",
     "q_weight",
     "trellis",
+];
+
+/// Further roles that, with a sibling, make a quantization signature.
+const SIGNATURE_ROLES: [&str; 7] = [
+    "blocks",
+    "scale",
+    "g_idx",
+    "W_q",
+    "B",
+    "weight_shape",
+    "q_scale",
 ];
 
 /// Signatures of schemes that are recognized and not decoded.

@@ -336,7 +336,14 @@ pub enum TreeRow {
 /// Builds the tree view's lines from visible rows (in their order),
 /// grouping names by dotted prefix. Only children of expanded groups are
 /// listed, so the result stays small for huge models.
-pub fn tree_rows(ck: &Checkpoint, rows: &[usize], expanded: &BTreeSet<String>) -> Vec<TreeRow> {
+/// A quantized weight's row is placed by its logical name and counts the
+/// bytes of all its parts.
+pub fn tree_rows(
+    ck: &Checkpoint,
+    rows: &[usize],
+    expanded: &BTreeSet<String>,
+    quant: Option<&QuantRows>,
+) -> Vec<TreeRow> {
     #[derive(Default)]
     struct Node {
         children: BTreeMap<String, Node>,
@@ -384,17 +391,20 @@ pub fn tree_rows(ck: &Checkpoint, rows: &[usize], expanded: &BTreeSet<String>) -
         let Some((_, info)) = ck.entry(i) else {
             continue;
         };
-        let parts: Vec<&str> = info.name().split('.').collect();
+        let logical = quant.and_then(|q| q.logical_at(i));
+        let name = logical.map_or(info.name(), crate::quant::LogicalTensor::name);
+        let bytes = logical.map_or(info.nbytes(), |lt| lt.stored_bytes(ck));
+        let parts: Vec<&str> = name.split('.').collect();
         let mut node = &mut root;
         node.count += 1;
-        node.bytes = node.bytes.saturating_add(info.nbytes());
+        node.bytes = node.bytes.saturating_add(bytes);
         for part in &parts[..parts.len().saturating_sub(1)] {
             if !node.children.contains_key(*part) {
                 node.order.push((*part).to_owned());
             }
             node = node.children.entry((*part).to_owned()).or_default();
             node.count += 1;
-            node.bytes = node.bytes.saturating_add(info.nbytes());
+            node.bytes = node.bytes.saturating_add(bytes);
         }
         node.tensors.push(i);
     }

@@ -272,7 +272,12 @@ impl Tab {
             self.table.kind,
         );
         self.table.tree = if tree_view {
-            tree_rows(&loaded.ck, &self.table.rows, &self.table.expanded)
+            tree_rows(
+                &loaded.ck,
+                &self.table.rows,
+                &self.table.expanded,
+                loaded.quant.as_deref(),
+            )
         } else {
             Vec::new()
         };

@@ -40,6 +40,14 @@ fn a_quantized_weight_is_one_row_and_a_view_of_its_values() {
     h.run_steps(2);
     h.get_by_label("Quantized and plain").click();
     settle(&mut h);
+    // In the tree, a group counts its quantized weights once and all of
+    // their parts' bytes (18,048 + 70,144 bytes under `model`).
+    h.get_by_label("Tree").click();
+    settle(&mut h);
+    h.get_by_label("(2)");
+    h.get_by_label("86.1 KiB");
+    h.get_by_label("Tree").click();
+    settle(&mut h);
     // File info names the method and the config.
     h.get_by_label("File info").click();
     h.run_steps(2);

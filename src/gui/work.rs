@@ -83,6 +83,7 @@ fn figures_of(v: &stats::ValueStats) -> ScanFigures {
 pub fn scan(
     ck: &Checkpoint,
     live: &ScanProgress,
+    quant: Option<&QuantRows>,
     cancel: &CancelToken,
     progress: &Progress,
 ) -> Result<(), StatsError> {
@@ -112,7 +113,17 @@ pub fn scan(
     };
     let mut batch: Vec<(usize, TensorRef)> = Vec::new();
     let mut batch_bytes = 0u64;
+    // A decoded quantized weight's parts are not scanned: its row gets the
+    // figures of its values, after the stored tensors.
+    let decoded = |t: TensorRef| {
+        quant
+            .and_then(|q| q.quant.owner(t))
+            .filter(|lt| lt.status() == crate::quant::Status::Decoded)
+    };
     for (i, (t, info)) in ck.entries().enumerate() {
+        if decoded(t).is_some() {
+            continue;
+        }
         batch.push((i, t));
         batch_bytes = batch_bytes.saturating_add(info.nbytes());
         if batch_bytes >= SCAN_BATCH_BYTES || batch.len() >= SCAN_BATCH_TENSORS {
@@ -123,6 +134,30 @@ pub fn scan(
     }
     if !batch.is_empty() {
         run(&batch)?;
+    }
+    for (i, (t, _)) in ck.entries().enumerate() {
+        let Some(lt) = quant.and_then(|q| q.logical_at(i)) else {
+            continue;
+        };
+        if decoded(t).is_none() {
+            continue;
+        }
+        let inner = Progress::new();
+        let got = on_job_pool(|| stats::logical_stats(ck, lt, &options, cancel, &inner))?;
+        // The total planned its parts as stored tensors: count them done.
+        progress.add(
+            lt.parts()
+                .iter()
+                .filter_map(|(_, p)| ck.info(*p))
+                .map(|i| stats::planned_work(i.dtype(), i.nbytes(), &options))
+                .fold(0, u64::saturating_add),
+        );
+        if let (Some(l), Ok(mut figures)) = (got, live.figures.lock())
+            && let Some(slot) = figures.get_mut(i)
+        {
+            *slot = Some(figures_of(&l.stats.values));
+        }
+        live.generation.fetch_add(1, Ordering::Release);
     }
     Ok(())
 }

@@ -19,6 +19,7 @@ use crate::text::{fmt_opt, fmt_value};
 pub fn scan_bar_ui(
     ui: &mut egui::Ui,
     ck: &Checkpoint,
+    quant: Option<&crate::gui::model::QuantRows>,
     scan: Option<&ScanState>,
     out: &mut Vec<Command>,
 ) {
@@ -74,7 +75,10 @@ pub fn scan_bar_ui(
                 }
                 ui.label(format!("· {} all-zero", summary.all_zero_tensors));
                 if let Some((i, m)) = summary.largest {
-                    let name = ck.entry(i).map_or("", |(_, x)| x.name());
+                    // A quantized weight's row is named by its logical name.
+                    let name = ck
+                        .entry(i)
+                        .map_or("", |(_, x)| quant.map_or(x.name(), |q| q.name(i, x.name())));
                     ui.label(format!(
                         "· largest |x| {} in {}",
                         fmt_value(m),

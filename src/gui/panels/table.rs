@@ -395,15 +395,18 @@ impl Cells<'_> {
             ui.label(human_bytes(bytes))
                 .on_hover_text(format!("{bytes} bytes in {} parts", lt.parts().len()));
         });
-        if self.scan.is_some() {
-            // The scan reads stored tensors: its figures of packed codes
-            // are not this weight's values.
-            for _ in 0..4 {
-                row.col(|ui| {
-                    ui.weak("—").on_hover_text(
-                        "A quantized weight: select it for the statistics of its true values",
-                    );
-                });
+        if let Some(scan) = self.scan {
+            // The scan gives a decoded weight the figures of its values;
+            // an undecoded one has none (its parts hold packed codes).
+            if lt.status() == crate::quant::Status::Decoded {
+                scan_cells_ui(row, scan.get(index).copied().flatten());
+            } else {
+                for _ in 0..4 {
+                    row.col(|ui| {
+                        ui.weak("—")
+                            .on_hover_text("Not decoded: its parts hold packed codes");
+                    });
+                }
             }
         }
         row.col(|ui| {

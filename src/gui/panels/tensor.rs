@@ -22,7 +22,13 @@ pub fn tensor_view_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &
         return;
     };
     let ck = &loaded.ck;
-    stats::scan_bar_ui(ui, ck, tab.tensor.scan.as_ref(), out);
+    stats::scan_bar_ui(
+        ui,
+        ck,
+        loaded.quant.as_deref(),
+        tab.tensor.scan.as_ref(),
+        out,
+    );
     ui.separator();
     let Some(index) = tab.table.cursor else {
         ui.add_space(20.0);

@@ -47,9 +47,12 @@ impl Runner<'_> {
             return;
         };
         let live = Arc::new(ScanProgress::new(ck.tensors().len()));
+        let quant = self
+            .active()
+            .and_then(|t| t.loaded().and_then(|l| l.quant.clone()));
         let job = self.spawn("scan-file", {
             let live = Arc::clone(&live);
-            move |cancel, progress| work::scan(&ck, &live, cancel, progress)
+            move |cancel, progress| work::scan(&ck, &live, quant.as_deref(), cancel, progress)
         });
         if let Some(t) = self.active() {
             let mut task = Task::default();

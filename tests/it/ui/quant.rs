@@ -40,6 +40,14 @@ fn a_quantized_weight_is_one_row_and_a_view_of_its_values() {
     h.run_steps(2);
     h.get_by_label("Quantized and plain").click();
     settle(&mut h);
+    // Scan whole file: a quantized weight's row gets its values' figures,
+    // named by its logical name.
+    h.get_by_label("Scan whole file").click();
+    settle(&mut h);
+    h.get_by_label_contains("largest |x| 1.1728");
+    h.get_by_label_contains("in model.layers.0.mlp.down_proj.weight");
+    assert!(h.query_by_label_contains("qweight").is_none());
+    assert!(h.query_all_by_label_contains("-1.1728").count() >= 2);
     // In the tree, a group counts its quantized weights once and all of
     // their parts' bytes (18,048 + 70,144 bytes under `model`).
     h.get_by_label("Tree").click();

@@ -1566,23 +1566,7 @@ fn nibbles(
         u32::from(if second { y } else { x })
     };
     if let Some(k) = out.count.as_deref_mut() {
-        // Two sets of counters, so that equal neighbours do not wait on
-        // each other's increment.
-        let mut twin = [[0u32; 16]; 2];
-        if lead == 1 {
-            twin[0][edge(start, true) as usize] += 1;
-        }
-        for &b in src {
-            let (x, y) = split(b);
-            twin[0][usize::from(x)] += 1;
-            twin[1][usize::from(y)] += 1;
-        }
-        if tail == 1 {
-            twin[1][edge(first_byte + pairs, false) as usize] += 1;
-        }
-        for (g, (a, b)) in k.group.iter_mut().zip(twin[0].iter().zip(&twin[1])) {
-            *g += u64::from(*a) + u64::from(*b);
-        }
+        count_nibbles(bytes, first, high_first, count, &mut k.group);
         k.flush(lut, offset);
         return;
     }

@@ -265,20 +265,7 @@ impl Cells<'_> {
             self.logical_row_ui(row, index, depth, lt, out);
             return;
         }
-        row.col(|ui| {
-            ui.add_space(depth as f32 * 14.0);
-            let shown = if self.tree_mode {
-                info.name().rsplit('.').next().unwrap_or(info.name())
-            } else {
-                info.name()
-            };
-            ui.add(
-                egui::Label::new(safe_text(shown, 300))
-                    .truncate()
-                    .selectable(false),
-            )
-            .on_hover_text(safe_text(info.name(), 2000));
-        });
+        self.name_cell_ui(row, info.name(), depth, &safe_text(info.name(), 2000));
         row.col(|ui| {
             ui.monospace(info.dtype().name());
         });
@@ -316,6 +303,43 @@ impl Cells<'_> {
                 );
             });
         }
+        self.select_on_click(row, index, out);
+    }
+}
+
+impl Cells<'_> {
+    /// The name cell: indented under its group, the last part in the tree,
+    /// `hover` on hover.
+    fn name_cell_ui(
+        &self,
+        row: &mut egui_extras::TableRow<'_, '_>,
+        name: &str,
+        depth: usize,
+        hover: &str,
+    ) {
+        row.col(|ui| {
+            ui.add_space(depth as f32 * 14.0);
+            let shown = if self.tree_mode {
+                name.rsplit('.').next().unwrap_or(name)
+            } else {
+                name
+            };
+            ui.add(
+                egui::Label::new(safe_text(shown, 300))
+                    .truncate()
+                    .selectable(false),
+            )
+            .on_hover_text(hover);
+        });
+    }
+
+    /// A click selects the row: Shift a range, Ctrl toggles.
+    fn select_on_click(
+        &self,
+        row: &egui_extras::TableRow<'_, '_>,
+        index: usize,
+        out: &mut Vec<Command>,
+    ) {
         if row.response().clicked() {
             let mode = if self.modifiers.shift {
                 SelectMode::Range
@@ -327,9 +351,7 @@ impl Cells<'_> {
             out.push(Command::Select { index, mode });
         }
     }
-}
 
-impl Cells<'_> {
     /// The row of a quantized weight: its logical name, scheme, logical
     /// shape and the bytes of its parts; the parts on hover.
     fn logical_row_ui(
@@ -350,24 +372,12 @@ impl Cells<'_> {
             })
             .collect::<Vec<_>>()
             .join("\n");
-        row.col(|ui| {
-            ui.add_space(depth as f32 * 14.0);
-            let shown = if self.tree_mode {
-                lt.name().rsplit('.').next().unwrap_or(lt.name())
-            } else {
-                lt.name()
-            };
-            ui.add(
-                egui::Label::new(safe_text(shown, 300))
-                    .truncate()
-                    .selectable(false),
-            )
-            .on_hover_text(format!(
-                "{}\n{} parts:\n{parts}",
-                safe_text(lt.name(), 2000),
-                lt.parts().len()
-            ));
-        });
+        let hover = format!(
+            "{}\n{} parts:\n{parts}",
+            safe_text(lt.name(), 2000),
+            lt.parts().len()
+        );
+        self.name_cell_ui(row, lt.name(), depth, &hover);
         row.col(|ui| {
             let text = egui::RichText::new(safe_text(lt.label(), 100)).monospace();
             let text = match lt.status() {
@@ -415,16 +425,7 @@ impl Cells<'_> {
         if ck.is_sharded() {
             row.col(|_| {});
         }
-        if row.response().clicked() {
-            let mode = if self.modifiers.shift {
-                SelectMode::Range
-            } else if self.modifiers.command {
-                SelectMode::Toggle
-            } else {
-                SelectMode::Replace
-            };
-            out.push(Command::Select { index, mode });
-        }
+        self.select_on_click(row, index, out);
     }
 }
 

@@ -1226,6 +1226,10 @@ impl<'a> Dequantizer<'a> {
             )
         });
         let first = n * self.cols + k0;
+        let mut map = [0f32; 16];
+        for (c, m) in map.iter_mut().enumerate() {
+            *m = scalar(qm, Dtype::F32, c as u64) as f32;
+        }
         for (b, at, count) in segments(first, out.len(), blocksize) {
             let a = match nest {
                 None => scalar(am, Dtype::F32, b) as f32,
@@ -1240,7 +1244,7 @@ impl<'a> Dequantizer<'a> {
             // f32 product, then the cast to the blob's dtype.
             let mut lut = [0f32; 16];
             for (c, v) in lut.iter_mut().enumerate() {
-                *v = cast_f32(vd, scalar(qm, Dtype::F32, c as u64) as f32 * a);
+                *v = cast_f32(vd, map[c] * a);
             }
             // High nibble first.
             nibbles(w, first + at as u64, true, &lut, 0, out, at, count);

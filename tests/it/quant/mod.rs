@@ -4,4 +4,5 @@
 mod cli;
 mod decode;
 pub mod r#gen;
+mod mutate;
 mod resave;

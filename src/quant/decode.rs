@@ -516,6 +516,21 @@ impl<'a> Dequantizer<'a> {
         }
     }
 
+    /// For bitsandbytes with double quantization, whose stored absmax are
+    /// codes: how many blocks, and the elements per block (each block's
+    /// absmax is [`Dequantizer::scale_at`] its first element).
+    pub fn nested_blocks(&self) -> Option<(u64, u64)> {
+        match *self.layout {
+            Layout::Bnb4 {
+                nested: Some(_),
+                numel,
+                blocksize,
+                ..
+            } => Some((numel.div_ceil(blocksize.max(1)), blocksize.max(1))),
+            _ => None,
+        }
+    }
+
     /// The scale tensor, and the dtype its bytes are read as.
     pub fn scale_part(&self) -> Option<(TensorRef, Dtype)> {
         match self.layout {
@@ -528,10 +543,7 @@ impl<'a> Dequantizer<'a> {
             Layout::CtPack { scale, .. }
             | Layout::Scaled { scale, .. }
             | Layout::Minifloat { scale, .. } => Some((scale.t, scale.dtype)),
-            Layout::Bnb4 { absmax, nested, .. } => match nested {
-                None => Some((*absmax, Dtype::F32)),
-                Some(n) => Some((n.absmax, Dtype::F32)),
-            },
+            Layout::Bnb4 { absmax, .. } => Some((*absmax, Dtype::F32)),
         }
     }
 

@@ -345,6 +345,23 @@ fn scale_stats(
     let Some(info) = ck.info(t) else {
         return Ok(None);
     };
+    // Double-quantized absmax: the distribution of the decoded per-block
+    // absmax, not of their codes.
+    if let Some((blocks, blocksize)) = dq.nested_blocks() {
+        let view = NestedAbsmax {
+            dq,
+            blocks,
+            blocksize,
+        };
+        let s = float::stats(&view, options, cancel, &Progress::new())?;
+        return Ok(Some(ScaleStats {
+            tensor: info.name().to_owned(),
+            count: s.count,
+            min: s.min.map(super::Scalar::to_f64),
+            max: s.max.map(super::Scalar::to_f64),
+            histogram: s.histogram,
+        }));
+    }
     let Some(as_read) = TensorInfo::new(info.name().to_owned(), dtype, info.shape().to_vec(), 0)
         .filter(|i| i.nbytes() == info.nbytes())
     else {
@@ -358,6 +375,38 @@ fn scale_stats(
         max: s.values.max.map(super::Scalar::to_f64),
         histogram: s.values.histogram,
     }))
+}
+
+/// The decoded per-block absmax of double-quantized bitsandbytes.
+struct NestedAbsmax<'a> {
+    dq: &'a Dequantizer<'a>,
+    blocks: u64,
+    blocksize: u64,
+}
+
+impl View for NestedAbsmax<'_> {
+    type T = f32;
+    fn len(&self) -> u64 {
+        self.blocks
+    }
+    fn element_bytes(&self) -> u64 {
+        1
+    }
+    fn decode(&self, first: u64, out: &mut [f32]) -> usize {
+        let n = usize::try_from(self.blocks.saturating_sub(first))
+            .unwrap_or(usize::MAX)
+            .min(out.len());
+        for (i, o) in out.iter_mut().take(n).enumerate() {
+            *o = self
+                .dq
+                .scale_at((first + i as u64) * self.blocksize)
+                .unwrap_or(0.0) as f32;
+        }
+        n
+    }
+    fn smallest_normal(&self) -> f64 {
+        f64::from(f32::MIN_POSITIVE)
+    }
 }
 
 /// A logical tensor that is not decoded: what `stats --dequant` gives in

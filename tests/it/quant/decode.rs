@@ -472,3 +472,38 @@ fn empty_parts_and_zero_groups_are_inconsistent_not_a_panic() {
             .all(|t| t.status() == Status::Inconsistent)
     );
 }
+
+/// Double-quantized bitsandbytes: the scales' distribution is of the
+/// decoded per-block absmax (one per block, as the values use them), not
+/// of their 8-bit codes.
+#[test]
+fn nested_absmax_distribution_is_of_decoded_values() {
+    use tensorscope::jobs::{CancelToken, Progress};
+    use tensorscope::stats::{StatsOptions, logical_stats};
+    let fx = g::bnb4("nf4", true, 64, "bfloat16");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ck = Checkpoint::open(&fx.write(dir.path())).expect("open");
+    let q = quant::detect(&ck).expect("quantized");
+    for lt in q.tensors() {
+        let dq = Dequantizer::new(&ck, lt).expect("decoded");
+        let s = logical_stats(
+            &ck,
+            lt,
+            &StatsOptions::default(),
+            &CancelToken::new(),
+            &Progress::new(),
+        )
+        .expect("stats")
+        .expect("decoded");
+        let sc = s.quant.scales.expect("scales");
+        let blocks = lt.numel().div_ceil(64);
+        assert_eq!(sc.count, blocks);
+        let absmax: Vec<f64> = (0..blocks)
+            .map(|b| dq.scale_at(b * 64).expect("block"))
+            .collect();
+        let lo = absmax.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = absmax.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        assert_eq!((sc.min, sc.max), (Some(lo), Some(hi)), "{}", lt.name());
+        assert!(lo > 0.0, "decoded absmax are positive: {lo}");
+    }
+}

@@ -184,6 +184,8 @@ pub struct QuantRows {
     /// Per table row (position in `ck.tensors`): the logical tensor it is a
     /// part of, and whether it is the part whose row stands for it.
     of: Vec<Option<(u32, bool)>>,
+    /// The longest scheme label, in characters (the Dtype column's width).
+    pub label_chars: usize,
 }
 
 impl QuantRows {
@@ -198,7 +200,17 @@ impl QuantRows {
                 of[i] = Some((u32::try_from(l).unwrap_or(u32::MAX), lead));
             }
         }
-        Self { quant, of }
+        let label_chars = quant
+            .tensors()
+            .iter()
+            .map(|t| t.label().chars().count())
+            .max()
+            .unwrap_or(0);
+        Self {
+            quant,
+            of,
+            label_chars,
+        }
     }
 
     /// The logical tensor row `index` stands for.

@@ -70,14 +70,7 @@ pub fn table_panel_ui(
                 .column(TableColumn::initial(220.0).at_least(120.0).clip(true));
             // A scheme's name ("GPTQ int4 g128 act-order") can be longer
             // than a dtype's: the column fits the longest.
-            let label_chars = cells.quant.map_or(0, |q| {
-                q.quant
-                    .tensors()
-                    .iter()
-                    .map(|t| t.label().chars().count())
-                    .max()
-                    .unwrap_or(0)
-            });
+            let label_chars = cells.quant.map_or(0, |q| q.label_chars);
             for (c, _) in &columns[1..] {
                 let width = match c {
                     Column::Dtype => {

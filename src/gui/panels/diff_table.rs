@@ -108,7 +108,7 @@ pub fn diff_table_ui(
         }
         None => return,
     };
-    summary_ui(ui, report, &c.digest.metadata_text);
+    summary_ui(ui, report, &c.digest);
     ui.horizontal(|ui| {
         for (f, label) in [
             (DiffFilter::All, "All"),
@@ -142,7 +142,8 @@ pub fn diff_table_ui(
 
 /// The summary line: counts per status, one-side names, the largest
 /// change, and the metadata.
-fn summary_ui(ui: &mut egui::Ui, report: &DiffReport, metadata_text: &str) {
+fn summary_ui(ui: &mut egui::Ui, report: &DiffReport, digest: &ReportDigest) {
+    let metadata_text = digest.metadata_text.as_str();
     ui.horizontal_wrapped(|ui| {
         for s in [
             Status::Identical,
@@ -191,23 +192,14 @@ fn summary_ui(ui: &mut egui::Ui, report: &DiffReport, metadata_text: &str) {
             .on_hover_text(metadata_text);
         }
         // Quantized weights meet their originals by their decoded values.
-        let dequantized: Vec<f64> = report
-            .tensors
-            .iter()
-            .filter(|t| t.dequantized.is_some())
-            .filter_map(|t| t.snr_db)
-            .collect();
-        let dq_count = report.tensors.iter().filter(|t| t.dequantized.is_some()).count();
-        if dq_count > 0 {
-            let lo = dequantized.iter().copied().fold(f64::INFINITY, f64::min);
-            let hi = dequantized.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            let snr = if dequantized.is_empty() {
-                String::new()
-            } else {
+        if let (n, range) = digest.dequantized
+            && n > 0
+        {
+            let snr = range.map_or_else(String::new, |(lo, hi)| {
                 format!(", SNR {lo:.1} to {hi:.1} dB")
-            };
+            });
             ui.label(format!(
-                "· {dq_count} quantized weights compared by their decoded values{snr}"
+                "· {n} quantized weights compared by their decoded values{snr}"
             ))
             .on_hover_text(
                 "Each quantized weight (its packed parts) is decoded and compared under its logical name; rel L2 and SNR take A as the reference",

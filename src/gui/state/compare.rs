@@ -96,6 +96,9 @@ pub struct ReportDigest {
     /// One line per metadata key added (`+`), removed (`-`) or changed
     /// (`~`), escaped.
     pub metadata_text: String,
+    /// Pairs compared by decoded values (a quantized side), and the range
+    /// of their SNR in dB.
+    pub dequantized: (usize, Option<(f64, f64)>),
 }
 
 impl ReportDigest {
@@ -120,6 +123,17 @@ impl ReportDigest {
             points,
             means,
             metadata_text: metadata_text(report),
+            dequantized: {
+                let rows = report.tensors.iter().filter(|t| t.dequantized.is_some());
+                let snr: Vec<f64> = rows.clone().filter_map(|t| t.snr_db).collect();
+                let range = (!snr.is_empty()).then(|| {
+                    (
+                        snr.iter().copied().fold(f64::INFINITY, f64::min),
+                        snr.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                    )
+                });
+                (rows.count(), range)
+            },
         }
     }
 }

@@ -576,6 +576,15 @@ fn logical_text(l: &LogicalStats) -> String {
         q.codes.counts.len(),
         q.at_extremes * 100.0
     );
+    if let Some(z) = &q.zeros {
+        let _ = writeln!(
+            s,
+            "  zeros      {} values, {} .. {}",
+            z.values.len(),
+            z.values.first().copied().unwrap_or(0),
+            z.values.last().copied().unwrap_or(0)
+        );
+    }
     if let Some(sc) = &q.scales {
         let _ = writeln!(
             s,

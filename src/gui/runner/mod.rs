@@ -267,12 +267,19 @@ impl<'a> Runner<'a> {
                 }
             }
             Command::ExportTensor => {
+                // A quantized weight's part opened as stored exports as
+                // stored; the weight's row exports its values.
+                let raw = self.active_view().and_then(|v| v.raw_part);
                 let form = self.session.active_tab().and_then(|t| {
                     let loaded = t.loaded()?;
                     ExportDialog::new(
                         Arc::clone(&loaded.ck),
-                        t.table.cursor?,
-                        loaded.quant.clone(),
+                        raw.or(t.table.cursor)?,
+                        if raw.is_some() {
+                            None
+                        } else {
+                            loaded.quant.clone()
+                        },
                     )
                 });
                 match form {

@@ -17,7 +17,7 @@ use half::{bf16, f16};
 use super::LogicalTensor;
 use super::detect::Layout;
 use crate::dtype::Dtype;
-use crate::dtype::decode::code_table_f32;
+use crate::dtype::decode::{BitOrder, code_table_f32, decode_one_f64};
 use crate::format::{Checkpoint, TensorRef};
 
 /// bitsandbytes' `7.874015718698502e-3` (1/127) as the f32 torch uses.
@@ -225,31 +225,9 @@ fn column_stream(bytes: &[u8], cols: u64, col: u64, bit: u64, width: u32) -> u32
 }
 
 /// The value of element `i` of a scale (or zero-point) tensor, read as
-/// `dtype`.
+/// `dtype` (0 past the end): the dtype layer's decoder, for one element.
 fn scalar(bytes: &[u8], dtype: Dtype, i: u64) -> f64 {
-    let Ok(i) = usize::try_from(i) else {
-        return 0.0;
-    };
-    let at = |w: usize| bytes.get(i * w..i * w + w);
-    match dtype {
-        Dtype::F32 => at(4).map_or(0.0, |b| {
-            f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        }),
-        Dtype::F16 => at(2).map_or(0.0, |b| f16::from_le_bytes([b[0], b[1]]).to_f64()),
-        Dtype::BF16 => at(2).map_or(0.0, |b| bf16::from_le_bytes([b[0], b[1]]).to_f64()),
-        Dtype::I32 => at(4).map_or(0.0, |b| {
-            f64::from(i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        }),
-        Dtype::I8 => at(1).map_or(0.0, |b| f64::from(b[0] as i8)),
-        Dtype::F64 => at(8).map_or(0.0, |b| {
-            let mut a = [0u8; 8];
-            a.copy_from_slice(b);
-            f64::from_le_bytes(a)
-        }),
-        d => at(1)
-            .and_then(|b| code_table_f32(d)?.get(usize::from(b[0])).copied())
-            .map_or(0.0, f64::from),
-    }
+    decode_one_f64(dtype, bytes, i, BitOrder::LsbFirst).unwrap_or(0.0)
 }
 
 /// Reads the decoded values of one logical tensor.

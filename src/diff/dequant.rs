@@ -9,23 +9,19 @@ use std::collections::{BTreeSet, HashMap};
 
 use rayon::prelude::*;
 
+use super::detail::{Reader, each_pair};
 use super::values::{Acc, finish, identical};
 use super::{
-    CHUNK_ELEMENTS, DiffError, DiffOptions, DiffReport, Pair, Side, Status, TensorDiff,
-    diff_metadata, diff_pair, match_key, metadata_of, summarize,
+    DiffError, DiffOptions, DiffReport, Pair, Side, Status, TensorDiff, diff_metadata, diff_pair,
+    match_key, metadata_of, summarize,
 };
 use crate::dtype::Dtype;
-use crate::dtype::decode::decode_f64;
-use crate::format::{Checkpoint, TensorRef};
+use crate::format::Checkpoint;
 use crate::jobs::{CancelToken, Cancelled, Progress};
-use crate::quant::{Dequantizer, LogicalTensor, Quantization};
+use crate::quant::Quantization;
 
-/// One side's comparable thing: a stored tensor, or a decoded logical one.
-#[derive(Clone, Copy)]
-enum Item<'a> {
-    Stored(TensorRef),
-    Logical(&'a LogicalTensor),
-}
+// One side's comparable thing: a stored tensor, or a decoded logical one.
+use super::Source as Item;
 
 /// A side's items in file order, with their names: a decoded logical
 /// tensor at the place of its first part, its parts left out.
@@ -50,64 +46,6 @@ fn items<'a>(ck: &'a Checkpoint, q: Option<&'a Quantization>) -> Vec<(String, It
     out
 }
 
-/// A source of f64 values for the comparison.
-enum Values<'a> {
-    Stored { dtype: Dtype, bytes: &'a [u8] },
-    Logical(Dequantizer<'a>),
-}
-
-impl Values<'_> {
-    fn decode(
-        &self,
-        first: u64,
-        out: &mut [f64],
-        scratch: &mut [f32],
-        options: &DiffOptions,
-    ) -> usize {
-        match self {
-            Values::Stored { dtype, bytes } => {
-                decode_f64(*dtype, bytes, first, out, options.bit_order)
-            }
-            Values::Logical(dq) => {
-                let n = out.len().min(scratch.len());
-                let got = dq.values(first, &mut scratch[..n]);
-                for (o, v) in out.iter_mut().zip(&scratch[..got]) {
-                    *o = f64::from(*v);
-                }
-                got
-            }
-        }
-    }
-}
-
-/// Facts of an item: dtype (the value dtype of a logical tensor), shape,
-/// bytes read, and its values.
-fn facts<'a>(ck: &'a Checkpoint, item: Item<'a>) -> Option<(Dtype, Vec<u64>, u64, Values<'a>)> {
-    match item {
-        Item::Stored(t) => {
-            let info = ck.info(t)?;
-            Some((
-                info.dtype(),
-                info.shape().to_vec(),
-                info.nbytes(),
-                Values::Stored {
-                    dtype: info.dtype(),
-                    bytes: ck.bytes(t),
-                },
-            ))
-        }
-        Item::Logical(lt) => {
-            let dq = Dequantizer::new(ck, lt)?;
-            Some((
-                lt.value_dtype(),
-                lt.shape().to_vec(),
-                lt.stored_bytes(ck),
-                Values::Logical(dq),
-            ))
-        }
-    }
-}
-
 /// Compares one pair of items.
 fn compare(
     a: &Checkpoint,
@@ -121,22 +59,23 @@ fn compare(
     if let (Item::Stored(ta), Item::Stored(tb)) = (ia, ib) {
         return diff_pair(a, b, Pair { a: *ta, b: *tb }, options, cancel, progress);
     }
-    let (Some((da, sa, na, va)), Some((db, sb, nb, vb))) = (facts(a, *ia), facts(b, *ib)) else {
+    let (Some(mut ra), Some(mut rb)) = (Reader::open(a, *ia), Reader::open(b, *ib)) else {
         return Ok(None);
     };
+    let (da, db, na, nb) = (ra.dtype, rb.dtype, ra.bytes, rb.bytes);
     let mut out = identical(
         name_b,
         (name_a != name_b).then(|| name_a.clone()),
-        (da, sa.clone()),
-        (db, sb.clone()),
+        (da, ra.shape.clone()),
+        (db, rb.shape.clone()),
     );
     out.dequantized = Some(match (ia, ib) {
         (Item::Logical(_), Item::Logical(_)) => "both",
         (Item::Logical(_), _) => "a",
         _ => "b",
     });
-    if sa != sb || (da == Dtype::C64) != (db == Dtype::C64) {
-        out.status = if sa == sb {
+    if ra.shape != rb.shape || (da == Dtype::C64) != (db == Dtype::C64) {
+        out.status = if ra.shape == rb.shape {
             Status::DtypeChanged
         } else {
             Status::ShapeChanged
@@ -144,28 +83,13 @@ fn compare(
         progress.add(na + nb);
         return Ok(Some(out));
     }
-    let numel: u64 = sa.iter().product();
+    let numel = ra.numel();
     let mut acc = Acc::default();
-    let mut xa = vec![0f64; CHUNK_ELEMENTS];
-    let mut xb = vec![0f64; CHUNK_ELEMENTS];
-    let mut scratch = vec![0f32; CHUNK_ELEMENTS];
-    let mut first = 0u64;
-    while first < numel {
-        cancel.check()?;
-        let n = usize::try_from(numel - first)
-            .unwrap_or(CHUNK_ELEMENTS)
-            .min(CHUNK_ELEMENTS);
-        let ga = va.decode(first, &mut xa[..n], &mut scratch, options);
-        let gb = vb.decode(first, &mut xb[..n], &mut scratch, options);
-        let got = ga.min(gb);
-        if got == 0 {
-            break;
-        }
-        for k in 0..got {
-            acc.real(xa[k], xb[k], options.atol, options.rtol);
-        }
-        first += got as u64;
-    }
+    // Progress is counted once, as the parts' stored bytes.
+    let quiet = Progress::new();
+    each_pair(&mut ra, &mut rb, options, cancel, &quiet, &mut |_, x, y| {
+        acc.real(x, y, options.atol, options.rtol);
+    })?;
     progress.add(na + nb);
     // A dequantized weight and its original differ in dtype by design.
     finish(&mut out, &acc, numel, false);

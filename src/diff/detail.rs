@@ -21,10 +21,13 @@ pub enum Source<'a> {
     Logical(&'a LogicalTensor),
 }
 
-/// A side, opened: its shape, the bits read per element (for progress),
-/// and its values.
-struct Reader<'a> {
-    shape: Vec<u64>,
+/// A side, opened: its dtype (a decoded weight's value dtype), shape,
+/// stored bytes and bits read per element (for progress), and its values
+/// (C64: the real parts, as `decode_f64` gives them).
+pub(super) struct Reader<'a> {
+    pub(super) dtype: Dtype,
+    pub(super) shape: Vec<u64>,
+    pub(super) bytes: u64,
     bits: u64,
     values: Values<'a>,
 }
@@ -35,14 +38,15 @@ enum Values<'a> {
 }
 
 impl<'a> Reader<'a> {
-    /// `None` for a reference not in `ck`, a complex tensor, or an
-    /// undecoded weight.
-    fn open(ck: &'a Checkpoint, source: Source<'a>) -> Option<Self> {
+    /// `None` for a reference not in `ck`, or an undecoded weight.
+    pub(super) fn open(ck: &'a Checkpoint, source: Source<'a>) -> Option<Self> {
         match source {
             Source::Stored(t) => {
                 let info = ck.info(t)?;
-                (info.dtype() != Dtype::C64).then(|| Self {
+                Some(Self {
+                    dtype: info.dtype(),
                     shape: info.shape().to_vec(),
+                    bytes: info.nbytes(),
                     bits: u64::from(info.dtype().bits()),
                     values: Values::Stored {
                         dtype: info.dtype(),
@@ -53,20 +57,23 @@ impl<'a> Reader<'a> {
             Source::Logical(lt) => {
                 let dq = Dequantizer::new(ck, lt)?;
                 let numel = lt.numel().max(1);
+                let bytes = lt.stored_bytes(ck);
                 Some(Self {
+                    dtype: lt.value_dtype(),
                     shape: lt.shape().to_vec(),
-                    bits: (lt.stored_bytes(ck) * 8).div_ceil(numel),
+                    bytes,
+                    bits: (bytes * 8).div_ceil(numel),
                     values: Values::Logical(dq, vec![0f32; CHUNK_ELEMENTS]),
                 })
             }
         }
     }
 
-    fn numel(&self) -> u64 {
+    pub(super) fn numel(&self) -> u64 {
         self.shape.iter().product()
     }
 
-    fn decode(&mut self, first: u64, out: &mut [f64], options: &DiffOptions) -> usize {
+    pub(super) fn decode(&mut self, first: u64, out: &mut [f64], options: &DiffOptions) -> usize {
         match &mut self.values {
             Values::Stored { dtype, bytes } => {
                 decode_f64(*dtype, bytes, first, out, options.bit_order)
@@ -83,7 +90,7 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Both sides opened, when they have one shape.
+/// Both sides opened, when they have one shape and neither is complex.
 fn readers<'a>(
     a: &'a Checkpoint,
     sa: Source<'a>,
@@ -91,11 +98,11 @@ fn readers<'a>(
     sb: Source<'a>,
 ) -> Option<(Reader<'a>, Reader<'a>)> {
     let (ra, rb) = (Reader::open(a, sa)?, Reader::open(b, sb)?);
-    (ra.shape == rb.shape).then_some((ra, rb))
+    (ra.shape == rb.shape && ra.dtype != Dtype::C64 && rb.dtype != Dtype::C64).then_some((ra, rb))
 }
 
-/// Runs `f(a_k, b_k)` over every pair of values, in chunks.
-fn each_pair(
+/// Runs `f(k, a_k, b_k)` over every pair of values, in chunks.
+pub(super) fn each_pair(
     ra: &mut Reader<'_>,
     rb: &mut Reader<'_>,
     options: &DiffOptions,

@@ -4,9 +4,10 @@
 //! ```sh
 //! cargo run --release --example bench_stats            # 1 GiB per dtype
 //! cargo run --release --example bench_stats -- --gib 2 --rss-gib 4
+//! cargo run --release --example bench_stats -- --only F32,F4 --no-python
 //! ```
 //!
-//! For each of F32, F16, BF16, F8_E4M3 and F4 it writes a safetensors file
+//! For each of F32, F64, F16, BF16, F8_E4M3 and F4 it writes a safetensors file
 //! of `--gib` GiB (8 tensors of random normal values) into a temporary
 //! folder, reads it once so that it sits in the page cache, then times, on
 //! one thread and on all threads (best of `--runs`):
@@ -18,7 +19,9 @@
 //!   histogram (F32) or exact (every dtype of 16 bits or fewer);
 //! * the full default scan (`tensorscope stats`: exact quantiles).
 //!
-//! It then runs `bench/python_baseline.py` (numpy; torch when installed)
+//! It then runs `bench/python_baseline.py` (numpy; torch when installed;
+//! the Python is `$TENSORSCOPE_PYTHON`, else the first of `python3` and
+//! `python` that imports numpy, else the run says how to install it)
 //! on the same file and prints the ratios, measures the peak anonymous
 //! memory of a full scan of a `--rss-gib` GiB file, and deletes its files.
 
@@ -33,8 +36,9 @@ use tensorscope::format::Checkpoint;
 use tensorscope::jobs::{CancelToken, Progress};
 use tensorscope::stats::{Detail, QuantileMode, StatsOptions, scan};
 
-const DTYPES: [Dtype; 5] = [
+const DTYPES: [Dtype; 6] = [
     Dtype::F32,
+    Dtype::F64,
     Dtype::F16,
     Dtype::BF16,
     Dtype::F8E4M3,
@@ -47,6 +51,8 @@ struct Args {
     rss_gib: f64,
     runs: usize,
     python: bool,
+    /// Only these dtypes (`--only F32,F4`); all of [`DTYPES`] when empty.
+    only: Vec<Dtype>,
 }
 
 fn parse_args() -> Args {
@@ -55,6 +61,7 @@ fn parse_args() -> Args {
         rss_gib: 4.0,
         runs: 3,
         python: true,
+        only: Vec::new(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -68,6 +75,13 @@ fn parse_args() -> Args {
             "--rss-gib" => args.rss_gib = value("--rss-gib"),
             "--runs" => args.runs = value("--runs") as usize,
             "--no-python" => args.python = false,
+            "--only" => {
+                let list = it.next().unwrap_or_else(|| panic!("--only needs dtypes"));
+                args.only = list
+                    .split(',')
+                    .map(|d| Dtype::from_name(d).unwrap_or_else(|| panic!("unknown dtype {d}")))
+                    .collect();
+            }
             "--bench" => {}
             other => panic!("unknown argument {other}"),
         }
@@ -121,6 +135,11 @@ fn random_block(dtype: Dtype, bytes: usize, seed: u64) -> Vec<u8> {
         Dtype::F32 => {
             while out.len() < bytes {
                 out.extend(((rng.normal() * 0.02) as f32).to_le_bytes());
+            }
+        }
+        Dtype::F64 => {
+            while out.len() < bytes {
+                out.extend((rng.normal() * 0.02).to_le_bytes());
             }
         }
         Dtype::F16 => {
@@ -260,9 +279,9 @@ fn run_scan(ck: &Checkpoint, options: &StatsOptions) {
 }
 
 /// Seconds the Python baseline took per framework (`None` when absent).
-fn python_baseline(file: &Path) -> Option<serde_json::Value> {
+fn python_baseline(python: &str, file: &Path) -> Option<serde_json::Value> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/python_baseline.py");
-    let out = Command::new("python3")
+    let out = Command::new(python)
         .arg(&script)
         .arg(file)
         .arg("--json")
@@ -276,6 +295,69 @@ fn python_baseline(file: &Path) -> Option<serde_json::Value> {
         return None;
     }
     serde_json::from_slice(&out.stdout).ok()
+}
+
+/// The Python the baseline runs with: `$TENSORSCOPE_PYTHON`, else the
+/// first of `python3` and `python` that imports numpy. Says how to get one
+/// when none does.
+fn find_python() -> Option<String> {
+    let candidates: Vec<String> = std::env::var("TENSORSCOPE_PYTHON")
+        .ok()
+        .into_iter()
+        .chain(["python3".to_owned(), "python".to_owned()])
+        .collect();
+    let has_numpy = |py: &str| {
+        Command::new(py)
+            .args(["-c", "import numpy"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if let Some(py) = candidates.iter().find(|py| has_numpy(py)) {
+        return Some(py.clone());
+    }
+    eprintln!(
+        "numpy baseline skipped: none of {} imports numpy. Install it with \
+         `python3 -m pip install numpy ml_dtypes safetensors` (or into a virtual \
+         environment: `python3 -m venv /tmp/np && /tmp/np/bin/pip install numpy ml_dtypes \
+         safetensors`, then TENSORSCOPE_PYTHON=/tmp/np/bin/python3).",
+        candidates.join(", ")
+    );
+    None
+}
+
+/// Prints the baseline's times beside ours, and the ratios.
+fn print_python(python: &[(Dtype, serde_json::Value, f64, f64)]) {
+    if python.is_empty() {
+        return;
+    }
+    println!();
+    println!(
+        "Ours on all threads: \"same work\" is stats + histograms (what the baseline \
+         computes, plus the log2 histogram); \"default\" is `tensorscope stats` (exact \
+         quantiles besides).\n"
+    );
+    println!(
+        "| dtype | numpy s | torch s | ours s, same work | ours s, default | numpy / ours (same, default) | torch / ours (same, default) |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    for (d, v, same, default) in python {
+        let secs = |k: &str| v.get(k).and_then(serde_json::Value::as_f64);
+        let cell = |x: Option<f64>| x.map_or_else(|| "-".to_owned(), |s| format!("{s:.2}"));
+        let ratio = |x: Option<f64>| {
+            x.map_or_else(
+                || "-".to_owned(),
+                |s| format!("{:.1}× / {:.1}×", s / same, s / default),
+            )
+        };
+        println!(
+            "| {} | {} | {} | {same:.3} | {default:.3} | {} | {} |",
+            d.name(),
+            cell(secs("numpy")),
+            cell(secs("torch")),
+            ratio(secs("numpy")),
+            ratio(secs("torch"))
+        );
+    }
 }
 
 /// Current anonymous resident memory in bytes (Linux).
@@ -334,7 +416,11 @@ fn main() {
     let mut sums = Vec::new();
     let mut python = Vec::new();
     let total = (args.gib * f64::from(1u32 << 30)) as u64;
-    for dtype in DTYPES {
+    let interpreter = if args.python { find_python() } else { None };
+    for dtype in DTYPES
+        .into_iter()
+        .filter(|d| args.only.is_empty() || args.only.contains(d))
+    {
         let path: PathBuf = dir.path().join(format!("{}.safetensors", dtype.name()));
         eprintln!("writing {} ({:.2} GiB)…", path.display(), args.gib);
         let bytes = make_file(&path, dtype, total);
@@ -373,8 +459,8 @@ fn main() {
                 elems: elems / t1.as_secs_f64() / 1e9,
             });
         }
-        if args.python
-            && let Some(v) = python_baseline(&path)
+        if let Some(py) = &interpreter
+            && let Some(v) = python_baseline(py, &path)
         {
             python.push((
                 dtype,
@@ -419,36 +505,7 @@ fn main() {
             r.all / r.one
         );
     }
-    if !python.is_empty() {
-        println!();
-        println!(
-            "Ours on all threads: \"same work\" is stats + histograms (what the baseline \
-             computes, plus the log2 histogram); \"default\" is `tensorscope stats` (exact \
-             quantiles besides).\n"
-        );
-        println!(
-            "| dtype | numpy s | torch s | ours s, same work | ours s, default | numpy / ours (same, default) | torch / ours (same, default) |"
-        );
-        println!("|---|---|---|---|---|---|---|");
-        for (d, v, same, default) in &python {
-            let secs = |k: &str| v.get(k).and_then(serde_json::Value::as_f64);
-            let cell = |x: Option<f64>| x.map_or_else(|| "-".to_owned(), |s| format!("{s:.2}"));
-            let ratio = |x: Option<f64>| {
-                x.map_or_else(
-                    || "-".to_owned(),
-                    |s| format!("{:.1}× / {:.1}×", s / same, s / default),
-                )
-            };
-            println!(
-                "| {} | {} | {} | {same:.3} | {default:.3} | {} | {} |",
-                d.name(),
-                cell(secs("numpy")),
-                cell(secs("torch")),
-                ratio(secs("numpy")),
-                ratio(secs("torch"))
-            );
-        }
-    }
+    print_python(&python);
     if args.rss_gib > 0.0 {
         let path = dir.path().join("rss.safetensors");
         eprintln!(

@@ -1,31 +1,33 @@
 //! F32, F64 and C64 tensors: views that decode blocks of values straight
 //! from the mapped bytes, and the passes over them.
 //!
-//! Pass 1 counts NaN, ±Inf, zeros and subnormals, finds the finite range
-//! and accumulates the moments (and, for [`Detail::Full`](super::Detail),
-//! counts exponent fields for the log2 histogram). Pass 2 fills the linear
-//! histogram, whose range pass 1 found. Exact quantiles then take the
-//! refinement passes of [`super::refine`].
+//! The default scan (every figure, exact quantiles) is `exact`'s: two
+//! passes whatever the data. The other modes are here: the moments only
+//! (one pass), and histograms with quantiles read from the linear bins
+//! (pass 1 counts, range, moments and exponent fields; pass 2 fills the
+//! linear histogram, whose range pass 1 found).
 //!
 //! The views and the value types they decode into are in `views`.
 
 use std::ops::Range;
 
+mod exact;
 mod views;
 
 pub(crate) use views::{C64Abs, C64Part, F32View, F64View, FloatLane, HalfView, View};
 
-use super::bins::{FloatBins, QUANTILES};
+use super::bins::FloatBins;
 use super::kernel::{self, Wide};
-use super::kernel::{BLOCK, Lane, Specials, exponents_f32};
+use super::kernel::{BLOCK, Specials, exponents_f32};
 use super::moments::Moments;
-use super::refine::{KeySource, Target, bins_of_quantiles, refine};
+use super::refine::bins_of_quantiles;
 use super::simd::{block_wide, histogram_block, histogram_f32};
 use super::{
     CHUNK_BYTES, Histogram, QuantileMode, Quantiles, Scalar, StatsOptions, ValueStats,
     empty_histogram, log2_histogram, par_chunks,
 };
 use crate::jobs::{CancelToken, Cancelled, Progress};
+
 /// The magnitude bits of f32 values below `smallest_normal` (and not zero)
 /// are those below this.
 fn tiny_bits(smallest_normal: f64) -> u32 {
@@ -37,179 +39,156 @@ fn for_each_block<V: View>(view: &V, range: Range<u64>, f: impl FnMut(&[V::T])) 
     kernel::for_each_block(range, |first, out| view.decode(first, out), f);
 }
 
-/// What pass 1 gathers over a chunk: counts, range, moments, and (full
-/// detail) exponent counts and key prefixes for the quantiles.
-struct Pass1 {
+/// Counts, range and moments, as every first pass gathers them.
+#[derive(Debug, Clone, Copy, Default)]
+struct Pass1Totals {
     specials: Specials,
     moments: Moments,
-    /// Exponent-field counts (f64 lanes).
-    exponents: Vec<u64>,
-    /// Counts per 16-bit key prefix (f32 lanes): sign, exponent and the
-    /// top 7 mantissa bits, as bf16 would round down.
-    prefixes: Vec<u64>,
 }
 
-/// Members (low 16 key bits) of the prefix buckets that hold a quantile,
-/// gathered in pass 2 when they fit [`PREFIX_BUDGET`].
-const PREFIX_BUDGET: u64 = 1 << 22;
+impl Pass1Totals {
+    fn merge(&mut self, o: &Pass1Totals) {
+        self.specials.merge(&o.specials);
+        self.moments.merge(&o.moments);
+    }
 
-/// Where a quantile's rank falls among the prefix buckets of f32 keys.
-#[derive(Debug, Clone, Copy)]
-struct PrefixTarget {
-    prefix: u16,
-    rank: u64,
-    count: u64,
-}
-
-/// Exponent field of the f32 values whose keys start with `prefix`.
-fn prefix_field(prefix: u16) -> usize {
-    let high = if prefix & 0x8000 == 0 {
-        !prefix
-    } else {
-        prefix
-    };
-    usize::from((high >> 7) & 0xff)
-}
-
-/// For each quantile, the prefix bucket (in value order) holding its rank.
-fn prefix_targets(prefixes: &[u64], finite: u64) -> [Option<PrefixTarget>; 9] {
-    let mut out = [None; 9];
-    for (slot, &(_, permille)) in out.iter_mut().zip(&QUANTILES) {
-        let Some(rank) = super::bins::nearest_rank(permille, finite) else {
-            continue;
-        };
-        let mut below = 0u64;
-        for (p, &c) in prefixes.iter().enumerate() {
-            let prefix = p as u16;
-            if c == 0 || prefix_field(prefix) == 255 {
-                continue;
-            }
-            if rank <= below + c {
-                *slot = Some(PrefixTarget {
-                    prefix,
-                    rank: rank - below,
-                    count: c,
-                });
-                break;
-            }
-            below += c;
+    /// The figures of `n` elements without histograms or quantiles.
+    fn value_stats(&self, n: u64) -> ValueStats {
+        let sp = self.specials;
+        let finite = n - sp.nan - sp.pos_inf - sp.neg_inf;
+        let has_values = finite > 0;
+        ValueStats {
+            finite,
+            nan: sp.nan,
+            pos_inf: sp.pos_inf,
+            neg_inf: sp.neg_inf,
+            zeros: sp.zeros,
+            subnormals: sp.subnormals,
+            min: has_values.then(|| Scalar::float(sp.min)),
+            max: has_values.then(|| Scalar::float(sp.max)),
+            ..ValueStats::from_moments(n, &self.moments)
         }
     }
-    out
+}
+
+/// Adds the specials and moments of the elements `range` to `acc`; with a
+/// `table`, also counts f32 exponent fields (for the raw F32 path) or the
+/// lane type's (otherwise) into it.
+fn summarize_range<V: View>(
+    view: &V,
+    range: Range<u64>,
+    acc: &mut Pass1Totals,
+    table: Option<&mut [u32]>,
+) {
+    if let Some((kind, raw)) = view.raw(range.clone()) {
+        let tiny = tiny_bits(view.smallest_normal());
+        let mut table = table;
+        for block in raw.chunks(kind.width() * BLOCK) {
+            let (sp, m) = block_wide(kind, block, tiny);
+            acc.specials.merge(&sp);
+            acc.moments.merge(&m);
+            // Only F32 views run pass 1 with histograms.
+            if kind == Wide::F32
+                && let Some(t) = table.as_deref_mut()
+            {
+                exponents_f32(block, t);
+            }
+        }
+    } else {
+        let mut table = table;
+        for_each_block(view, range, |vals| {
+            let (sp, m) = V::T::summarize(vals, view.smallest_normal());
+            acc.specials.merge(&sp);
+            acc.moments.merge(&m);
+            if let Some(t) = table.as_deref_mut() {
+                V::T::count_exponents(vals, t);
+            }
+        });
+    }
+}
+
+/// One pass of counts, range and moments over the whole view.
+fn moments_pass<V: View>(
+    view: &V,
+    cancel: &CancelToken,
+    progress: &Progress,
+) -> Result<Pass1Totals, Cancelled> {
+    let chunk = (CHUNK_BYTES / view.element_bytes()).max(1);
+    par_chunks(
+        view.len(),
+        chunk,
+        cancel,
+        Pass1Totals::default,
+        |acc, range| {
+            let bytes = (range.end - range.start) * view.element_bytes();
+            summarize_range(view, range, acc, None);
+            progress.add(bytes);
+        },
+        |mut a, b| {
+            a.merge(&b);
+            a
+        },
+    )
+}
+
+/// Adds the finite values of the elements `range` to the linear
+/// histogram `acc` (one counter per bin).
+fn histogram_counts<V: View>(view: &V, range: Range<u64>, bins: &FloatBins, acc: &mut [u64]) {
+    let len = bins.len();
+    if let (Some((Wide::F32, raw)), Some(guess)) = (view.raw(range.clone()), bins.f32_guess()) {
+        // Four tables of len + 1 counters (the last is scratch).
+        let mut tables = vec![0u32; 4 * (len + 1)];
+        for block in raw.chunks(4 * BLOCK) {
+            histogram_f32(block, bins, &guess, &mut tables);
+        }
+        fold_tables(&tables, len + 1, acc);
+    } else {
+        let mut tables = vec![0u32; 4 * len];
+        for_each_block(view, range, |vals| histogram_block(vals, bins, &mut tables));
+        fold_tables(&tables, len, acc);
+    }
 }
 
 /// Statistics of a float view.
-#[expect(
-    clippy::too_many_lines,
-    reason = "the passes of one scan share their state; split, each part would take a dozen arguments"
-)]
 pub(crate) fn stats<V: View>(
     view: &V,
     options: &StatsOptions,
     cancel: &CancelToken,
     progress: &Progress,
 ) -> Result<ValueStats, Cancelled> {
+    let full = options.full();
+    if !full {
+        return Ok(moments_pass(view, cancel, progress)?.value_stats(view.len()));
+    }
+    if options.quantiles == QuantileMode::Exact {
+        return exact::stats(view, options, cancel, progress);
+    }
     let n = view.len();
     let chunk = (CHUNK_BYTES / view.element_bytes()).max(1);
-    let full = options.full();
-    // f32 lanes count 16-bit key prefixes instead of exponent fields: the
-    // log2 histogram follows from them, and so does the bucket of every
-    // quantile, whose members pass 2 then gathers: exact quantiles in two
-    // passes.
-    let by_prefix = full && V::T::KEY_BITS == 32 && options.quantiles == QuantileMode::Exact;
-    let fields = if full { V::T::MAX_FIELD + 1 } else { 0 };
-    let prefix_len = if by_prefix { 1 << 16 } else { 0 };
-    let p1 = par_chunks(
+    let fields = V::T::MAX_FIELD + 1;
+    let (totals, exponent_counts) = par_chunks(
         n,
         chunk,
         cancel,
-        || Pass1 {
-            specials: Specials::default(),
-            moments: Moments::default(),
-            exponents: vec![0; if by_prefix { 0 } else { fields }],
-            prefixes: vec![0; prefix_len],
-        },
-        |acc, range| {
+        || (Pass1Totals::default(), vec![0u64; fields]),
+        |(acc, exponents), range| {
             let bytes = (range.end - range.start) * view.element_bytes();
-            let mut table = vec![
-                0u32;
-                if full && !by_prefix {
-                    V::T::EXPONENT_TABLE
-                } else {
-                    0
-                }
-            ];
-            let mut prefixes = vec![0u32; prefix_len];
-            if let Some((kind, raw)) = view.raw(range.clone()) {
-                let tiny = tiny_bits(view.smallest_normal());
-                for block in raw.chunks(kind.width() * BLOCK) {
-                    let (sp, m) = block_wide(kind, block, tiny);
-                    acc.specials.merge(&sp);
-                    acc.moments.merge(&m);
-                    // Only F32 views run pass 1 with histograms.
-                    if kind == Wide::F32 && by_prefix {
-                        let values = block.as_chunks::<4>().0.iter();
-                        count_prefixes(values.map(|c| f32::from_le_bytes(*c).key()), &mut prefixes);
-                    } else if kind == Wide::F32 && full {
-                        exponents_f32(block, &mut table);
-                    }
-                }
-            } else {
-                for_each_block(view, range, |vals| {
-                    let (sp, m) = V::T::summarize(vals, view.smallest_normal());
-                    acc.specials.merge(&sp);
-                    acc.moments.merge(&m);
-                    if by_prefix {
-                        count_prefixes(vals.iter().map(|x| x.key()), &mut prefixes);
-                    } else if full {
-                        V::T::count_exponents(vals, &mut table);
-                    }
-                });
-            }
-            V::T::fold_exponents(&table, &mut acc.exponents);
-            for (x, &c) in acc.prefixes.iter_mut().zip(&prefixes) {
-                *x += u64::from(c);
-            }
+            let mut table = vec![0u32; V::T::EXPONENT_TABLE];
+            summarize_range(view, range, acc, Some(&mut table));
+            V::T::fold_exponents(&table, exponents);
             progress.add(bytes);
         },
-        |mut a, b| {
-            a.specials.merge(&b.specials);
-            a.moments.merge(&b.moments);
-            for (x, y) in a.exponents.iter_mut().zip(&b.exponents) {
+        |(mut a, mut ea), (b, eb)| {
+            a.merge(&b);
+            for (x, y) in ea.iter_mut().zip(&eb) {
                 *x += y;
             }
-            for (x, y) in a.prefixes.iter_mut().zip(&b.prefixes) {
-                *x += y;
-            }
-            a
+            (a, ea)
         },
     )?;
-    let sp = p1.specials;
-    let finite_count = n - sp.nan - sp.pos_inf - sp.neg_inf;
-    let has_values = finite_count > 0;
-    let mut stats = ValueStats {
-        finite: finite_count,
-        nan: sp.nan,
-        pos_inf: sp.pos_inf,
-        neg_inf: sp.neg_inf,
-        zeros: sp.zeros,
-        subnormals: sp.subnormals,
-        min: has_values.then(|| Scalar::float(sp.min)),
-        max: has_values.then(|| Scalar::float(sp.max)),
-        ..ValueStats::from_moments(n, &p1.moments)
-    };
-    if !full {
-        return Ok(stats);
-    }
-    let mut exponent_counts = p1.exponents;
-    if by_prefix {
-        exponent_counts = vec![0; fields];
-        for (p, &c) in p1.prefixes.iter().enumerate() {
-            if let Some(slot) = exponent_counts.get_mut(prefix_field(p as u16)) {
-                *slot += c;
-            }
-        }
-    }
+    let sp = totals.specials;
+    let mut stats = totals.value_stats(n);
+    let finite_count = stats.finite;
     let tiny = view.smallest_normal();
     let exponents = exponent_counts
         .iter()
@@ -220,169 +199,43 @@ pub(crate) fn stats<V: View>(
                 .then_some((e, c))
         });
     stats.log2_histogram = Some(log2_histogram(exponents, sp.zeros, sp.subnormals));
-    if !has_values {
+    if finite_count == 0 {
         stats.histogram = Some(empty_histogram());
         stats.quantiles = Some(Quantiles([None; 9]));
         return Ok(stats);
     }
-    let exact = options.quantiles == QuantileMode::Exact;
-    // The prefix buckets to gather in pass 2 (each distinct one once).
-    let located = if by_prefix && exact {
-        prefix_targets(&p1.prefixes, finite_count)
-    } else {
-        [None; 9]
-    };
-    let mut gather: Vec<u16> = located.iter().flatten().map(|t| t.prefix).collect();
-    gather.sort_unstable();
-    gather.dedup();
-    let gathered: u64 = gather
-        .iter()
-        .filter_map(|&p| p1.prefixes.get(usize::from(p)))
-        .sum();
-    if gathered > PREFIX_BUDGET {
-        gather.clear();
-    }
-    let mut slot_of = vec![u8::MAX; if gather.is_empty() { 0 } else { 1 << 16 }];
-    for (i, &p) in gather.iter().enumerate() {
-        if let Some(s) = slot_of.get_mut(usize::from(p)) {
-            *s = i as u8;
-        }
-    }
     let bins = FloatBins::new(sp.min, sp.max, options.bins());
-    let f32_guess = bins.f32_guess();
     let len = bins.len();
-    let slots = gather.len();
-    let (counts, mut members) = par_chunks(
+    let counts = par_chunks(
         n,
         chunk,
         cancel,
-        || (vec![0u64; len], vec![Vec::<u16>::new(); slots]),
-        |(acc, members), range| {
+        || vec![0u64; len],
+        |acc, range| {
             let bytes = (range.end - range.start) * view.element_bytes();
-            if let (Some((Wide::F32, raw)), Some(guess)) = (view.raw(range.clone()), f32_guess) {
-                // Four tables of len + 1 counters (the last is scratch).
-                let mut tables = vec![0u32; 4 * (len + 1)];
-                for block in raw.chunks(4 * BLOCK) {
-                    histogram_f32(block, &bins, &guess, &mut tables);
-                    if slots > 0 {
-                        let values = block.as_chunks::<4>().0.iter();
-                        gather_keys(
-                            values.map(|c| f32::from_le_bytes(*c).key()),
-                            &slot_of,
-                            members,
-                        );
-                    }
-                }
-                fold_tables(&tables, len + 1, acc);
-            } else {
-                let mut tables = vec![0u32; 4 * len];
-                for_each_block(view, range, |vals| {
-                    histogram_block(vals, &bins, &mut tables);
-                    if slots > 0 {
-                        gather_members(vals, &slot_of, members);
-                    }
-                });
-                fold_tables(&tables, len, acc);
-            }
+            histogram_counts(view, range, &bins, acc);
             progress.add(bytes);
         },
-        |(mut a, mut ma), (b, mb)| {
+        |mut a, b| {
             for (x, y) in a.iter_mut().zip(&b) {
                 *x += y;
             }
-            for (x, y) in ma.iter_mut().zip(mb) {
-                x.extend(y);
-            }
-            (a, ma)
+            a
         },
     )?;
     let edges = bins.edges();
     let mut q = [None; 9];
-    if !exact {
-        let mut error = 0f64;
-        for (slot, loc) in q.iter_mut().zip(&bins_of_quantiles(&counts, finite_count)) {
-            if let Some((bin, _)) = *loc
-                && let (Some(&lo), Some(&hi)) = (edges.get(bin), edges.get(bin + 1))
-            {
-                let mid = lo * 0.5 + hi * 0.5;
-                error = error.max(hi * 0.5 - lo * 0.5);
-                *slot = Some(Scalar::float(mid));
-            }
-        }
-        stats.quantile_error = Some(error);
-    } else if slots > 0 {
-        // Every rank's bucket was gathered: select within it.
-        for (slot, target) in q.iter_mut().zip(&located) {
-            let Some(t) = target else { continue };
-            let Some(list) = gather
-                .iter()
-                .position(|&p| p == t.prefix)
-                .and_then(|i| members.get_mut(i))
-            else {
-                continue;
-            };
-            let index = usize::try_from(t.rank.saturating_sub(1))
-                .unwrap_or(usize::MAX)
-                .min(list.len().saturating_sub(1));
-            if list.is_empty() {
-                continue;
-            }
-            let (_, &mut low, _) = list.select_nth_unstable(index);
-            let key = (u64::from(t.prefix) << 16) | u64::from(low);
-            *slot = Some(Scalar::float(V::T::from_key(key).to_f64()));
-        }
-    } else {
-        // Refine from the prefix buckets (f32) or the linear bins (f64).
-        let mut targets = Vec::new();
-        let mut slots_of_targets = Vec::new();
-        if by_prefix {
-            for (i, t) in located.iter().enumerate() {
-                let Some(t) = t else { continue };
-                let lo = u64::from(t.prefix) << 16;
-                targets.push(Target {
-                    lo,
-                    hi: lo | 0xffff,
-                    rank: t.rank,
-                    count: t.count,
-                });
-                slots_of_targets.push(i);
-            }
-        } else {
-            for (i, loc) in bins_of_quantiles(&counts, finite_count).iter().enumerate() {
-                let Some((bin, rank)) = *loc else { continue };
-                let (Some(&lo), Some(&hi)) = (edges.get(bin), edges.get(bin + 1)) else {
-                    continue;
-                };
-                let lo_key = if bin == 0 {
-                    V::T::at_or_above(sp.min).key()
-                } else {
-                    V::T::at_or_above(lo).key()
-                };
-                let hi_key = if bin + 1 == len {
-                    // The last bin holds the maximum; +0 sits above −0.
-                    let max = if sp.max == 0.0 { 0.0 } else { sp.max };
-                    V::T::from_f64(max).key()
-                } else {
-                    V::T::below(hi).key()
-                };
-                targets.push(Target {
-                    lo: lo_key,
-                    hi: hi_key.max(lo_key),
-                    rank,
-                    count: counts.get(bin).copied().unwrap_or(0),
-                });
-                slots_of_targets.push(i);
-            }
-        }
-        let keys = refine(&Keys { view, chunk }, &targets, cancel)?;
-        for (i, k) in slots_of_targets.into_iter().zip(keys) {
-            if let Some(slot) = q.get_mut(i) {
-                *slot = Some(Scalar::float(V::T::from_key(k).to_f64()));
-            }
+    let mut error = 0f64;
+    for (slot, loc) in q.iter_mut().zip(&bins_of_quantiles(&counts, finite_count)) {
+        if let Some((bin, _)) = *loc
+            && let (Some(&lo), Some(&hi)) = (edges.get(bin), edges.get(bin + 1))
+        {
+            let mid = lo * 0.5 + hi * 0.5;
+            error = error.max(hi * 0.5 - lo * 0.5);
+            *slot = Some(Scalar::float(mid));
         }
     }
-    members.clear();
-    debug_assert_eq!(q.len(), QUANTILES.len());
+    stats.quantile_error = Some(error);
     stats.quantiles = Some(Quantiles(q));
     stats.histogram = Some(Histogram {
         edges: edges.to_vec(),
@@ -391,71 +244,12 @@ pub(crate) fn stats<V: View>(
     Ok(stats)
 }
 
-/// Counts the 16-bit prefixes of f32 keys (`table.len()` = 65,536).
-fn count_prefixes(keys: impl Iterator<Item = u64>, table: &mut [u32]) {
-    for key in keys {
-        if let Some(c) = table.get_mut((key >> 16) as usize) {
-            *c += 1;
-        }
-    }
-}
-
 /// Adds the first `acc.len()` counters of each table of `stride` counters.
 fn fold_tables(tables: &[u32], stride: usize, acc: &mut [u64]) {
     for t in tables.chunks(stride.max(1)) {
         for (x, &c) in acc.iter_mut().zip(t) {
             *x += u64::from(c);
         }
-    }
-}
-
-/// Appends the low 16 key bits of each value whose prefix has a slot.
-fn gather_members<T: FloatLane>(vals: &[T], slot_of: &[u8], members: &mut [Vec<u16>]) {
-    let mut keys = [0u64; BLOCK];
-    for (k, &x) in keys.iter_mut().zip(vals) {
-        *k = x.key();
-    }
-    gather_keys(keys.iter().take(vals.len()).copied(), slot_of, members);
-}
-
-/// [`gather_members`] of values given by their keys.
-fn gather_keys(keys: impl Iterator<Item = u64>, slot_of: &[u8], members: &mut [Vec<u16>]) {
-    for k in keys {
-        let slot = slot_of.get((k >> 16) as usize).copied().unwrap_or(u8::MAX);
-        if slot != u8::MAX
-            && let Some(list) = members.get_mut(usize::from(slot))
-        {
-            list.push(k as u16);
-        }
-    }
-}
-
-/// The keys of the finite values of a view.
-struct Keys<'a, V> {
-    view: &'a V,
-    chunk: u64,
-}
-
-impl<V: View> KeySource for Keys<'_, V> {
-    fn len(&self) -> u64 {
-        self.view.len()
-    }
-    fn chunk_elems(&self) -> u64 {
-        self.chunk
-    }
-    fn key_bits(&self) -> u32 {
-        V::T::KEY_BITS
-    }
-    fn for_each_block(&self, range: Range<u64>, f: &mut dyn FnMut(&[u64])) {
-        let mut keys = [0u64; BLOCK];
-        for_each_block(self.view, range, |vals| {
-            // NaN and ±Inf keys lie outside every interval of finite
-            // values, so they need no filtering here.
-            for (k, &x) in keys.iter_mut().zip(vals) {
-                *k = x.key();
-            }
-            f(keys.get(..vals.len()).unwrap_or(&[]));
-        });
     }
 }
 
@@ -489,11 +283,6 @@ mod tests {
         for y in ys {
             assert_eq!(f64::from_key(y.key()).to_bits(), y.to_bits());
         }
-        let up = f32::at_or_above(0.1);
-        assert!(f64::from(up) >= 0.1 && f64::from(up.next_down()) < 0.1);
-        assert!(f64::from(f32::below(0.1)) < 0.1);
-        assert_eq!(f32::at_or_above(0.0).to_bits(), (-0.0f32).to_bits());
-        assert_eq!(f32::below(0.0), -1e-45);
     }
 
     #[test]

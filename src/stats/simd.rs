@@ -40,6 +40,8 @@ fn scan_groups(kind: Wide, bytes: &[u8], tiny_bits: u32, x0: f64) -> F32Lanes {
     #[cfg(target_arch = "x86_64")]
     if avx2() {
         match kind {
+            // SAFETY: the CPU has these AVX-512 subsets, checked here.
+            Wide::F32 if avx512() => return unsafe { x86::scan_f32_512(bytes, tiny_bits, x0) },
             // SAFETY (all three): the CPU has AVX2, checked just above.
             Wide::F32 => return unsafe { x86::scan_f32(bytes, tiny_bits, x0) },
             Wide::BF16 => return unsafe { x86::scan_bf16(bytes, tiny_bits, x0) },
@@ -86,19 +88,102 @@ pub(crate) fn histogram_f32(bytes: &[u8], bins: &FloatBins, guess: &F32Guess, ta
     kernel::histogram_f32(bytes, bins, guess, tables);
 }
 
+/// Whether the AVX-512 copies may run (F, BW, DQ and VL: the subsets every
+/// AVX-512 CPU since Skylake-SP has).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn avx512() -> bool {
+    std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512bw")
+        && std::arch::is_x86_feature_detected!("avx512dq")
+        && std::arch::is_x86_feature_detected!("avx512vl")
+}
+
+/// Counts the key prefixes of f32 bytes ([`kernel::count_prefixes_f32`]).
+pub(crate) fn count_prefixes_f32(bytes: &[u8], table: &mut [u32; kernel::BUCKETS]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if avx512() {
+            // SAFETY: the CPU has these AVX-512 subsets, checked just above.
+            return unsafe { x86::count_prefixes_f32_512(bytes, table) };
+        }
+        if avx2() {
+            // SAFETY: the CPU has AVX2, checked just above.
+            return unsafe { x86::count_prefixes_f32(bytes, table) };
+        }
+    }
+    kernel::count_prefixes_f32(bytes, table);
+}
+
+/// Calls `hit` with the keys of the f32 values whose bucket is marked
+/// ([`kernel::for_each_marked_f32`]).
+pub(crate) fn for_each_marked_f32(
+    bytes: &[u8],
+    marks: &[u64; kernel::MARK_WORDS],
+    hit: &mut dyn FnMut(u64),
+) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if avx512() {
+            // SAFETY: the CPU has these AVX-512 subsets, checked just above.
+            return unsafe { x86::for_each_marked_f32_512(bytes, marks, hit) };
+        }
+        if avx2() {
+            // SAFETY: the CPU has AVX2, checked just above.
+            return unsafe { x86::for_each_marked_f32(bytes, marks, hit) };
+        }
+    }
+    kernel::for_each_marked_f32(bytes, marks, hit);
+}
+
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use std::arch::x86_64::{
-        __m128i, __m256, __m256d, __m256i, _mm_loadu_si128, _mm256_add_pd, _mm256_and_pd,
+        __m128i, __m256, __m256d, __m256i, __m512d, _mm_loadu_si128, _mm256_add_pd, _mm256_and_pd,
         _mm256_and_si256, _mm256_castps_si256, _mm256_castps256_ps128, _mm256_castsi256_pd,
         _mm256_castsi256_ps, _mm256_cmpeq_epi32, _mm256_cmpgt_epi32, _mm256_cvtepu16_epi32,
         _mm256_cvtph_ps, _mm256_cvtps_pd, _mm256_extractf128_ps, _mm256_loadu_ps, _mm256_max_ps,
         _mm256_min_epu32, _mm256_min_ps, _mm256_mul_pd, _mm256_set1_epi32, _mm256_set1_epi64x,
         _mm256_set1_pd, _mm256_set1_ps, _mm256_setzero_pd, _mm256_setzero_si256, _mm256_slli_epi32,
-        _mm256_sub_epi32, _mm256_sub_pd,
+        _mm256_sub_epi32, _mm256_sub_pd, _mm512_add_pd, _mm512_and_pd, _mm512_castsi512_pd,
+        _mm512_cvtps_pd, _mm512_mul_pd, _mm512_set1_epi64, _mm512_set1_pd, _mm512_setzero_pd,
+        _mm512_sub_pd,
     };
 
     use super::F32Lanes;
+    use crate::stats::kernel::{self, BUCKETS, MARK_WORDS};
+
+    /// [`kernel::count_prefixes_f32`] compiled for AVX2.
+    #[target_feature(enable = "avx2")]
+    pub(super) fn count_prefixes_f32(bytes: &[u8], table: &mut [u32; BUCKETS]) {
+        kernel::count_prefixes_f32(bytes, table);
+    }
+
+    /// [`kernel::count_prefixes_f32`] compiled for AVX-512.
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+    pub(super) fn count_prefixes_f32_512(bytes: &[u8], table: &mut [u32; BUCKETS]) {
+        kernel::count_prefixes_f32(bytes, table);
+    }
+
+    /// [`kernel::for_each_marked_f32`] compiled for AVX2.
+    #[target_feature(enable = "avx2")]
+    pub(super) fn for_each_marked_f32(
+        bytes: &[u8],
+        marks: &[u64; MARK_WORDS],
+        hit: &mut dyn FnMut(u64),
+    ) {
+        kernel::for_each_marked_f32(bytes, marks, hit);
+    }
+
+    /// [`kernel::for_each_marked_f32`] compiled for AVX-512.
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+    pub(super) fn for_each_marked_f32_512(
+        bytes: &[u8],
+        marks: &[u64; MARK_WORDS],
+        hit: &mut dyn FnMut(u64),
+    ) {
+        kernel::for_each_marked_f32(bytes, marks, hit);
+    }
 
     /// An AVX2 register of u32 lanes as an array.
     fn epu32(v: __m256i) -> [u32; 8] {
@@ -266,6 +351,50 @@ mod x86 {
         acc.lanes()
     }
 
+    /// [`super::kernel::scan_groups`] of F32 in AVX-512: lane j of the
+    /// sums is one f64 lane of a 512-bit register, where the AVX2 copy
+    /// keeps lanes 0–3 and 4–7 in two registers; each lane sees the same
+    /// operations in the same order, so the sums are the same.
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+    pub(super) fn scan_f32_512(bytes: &[u8], tiny_bits: u32, x0: f64) -> F32Lanes {
+        let mut acc = Acc::new(tiny_bits, x0);
+        let abs_mask = _mm512_castsi512_pd(_mm512_set1_epi64(0x7fff_ffff_ffff_ffff));
+        let origin = _mm512_set1_pd(x0);
+        let (mut sum, mut abs, mut sq) = (
+            _mm512_setzero_pd(),
+            _mm512_setzero_pd(),
+            _mm512_setzero_pd(),
+        );
+        let groups = bytes.as_chunks::<32>().0;
+        let mut low = _mm256_set1_epi32(-1);
+        for g in groups {
+            let v = load_f32x8(g);
+            low = acc.track_low(low, v);
+            acc.min = _mm256_min_ps(v, acc.min);
+            acc.max = _mm256_max_ps(v, acc.max);
+            let w = _mm512_cvtps_pd(v);
+            sum = _mm512_add_pd(sum, w);
+            abs = _mm512_add_pd(abs, _mm512_and_pd(w, abs_mask));
+            let d = _mm512_sub_pd(w, origin);
+            sq = _mm512_add_pd(sq, _mm512_mul_pd(d, d));
+        }
+        if acc.any_small(low) {
+            for g in groups {
+                acc.count_small(load_f32x8(g));
+            }
+        }
+        let lanes = |v: __m512d| -> [f64; 8] {
+            // SAFETY: 64 bytes of f64 into [f64; 8].
+            unsafe { std::mem::transmute(v) }
+        };
+        F32Lanes {
+            sum: lanes(sum),
+            abs: lanes(abs),
+            sq: lanes(sq),
+            ..acc.lanes()
+        }
+    }
+
     /// Loads eight little-endian 16-bit elements (unaligned).
     #[target_feature(enable = "avx2")]
     #[inline]
@@ -405,6 +534,115 @@ mod tests {
             // The scratch counters differ by design; the bins may not.
             for t in 0..4 {
                 assert_eq!(a[t * 257..t * 257 + 256], b[t * 257..t * 257 + 256]);
+            }
+        }
+    }
+
+    type CountCopy = fn(&[u8], &mut [u32; kernel::BUCKETS]);
+    type FilterCopy = fn(&[u8], &[u64; kernel::MARK_WORDS], &mut dyn FnMut(u64));
+
+    /// The dispatching counter and every vector copy this CPU can run.
+    fn copies_of_count() -> Vec<CountCopy> {
+        let mut out: Vec<CountCopy> = vec![count_prefixes_f32];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if avx2() {
+                // SAFETY: only called on this CPU, which has AVX2 (checked).
+                out.push(|b, t| unsafe { x86::count_prefixes_f32(b, t) });
+            }
+            if avx512() {
+                // SAFETY: only called on this CPU, which has AVX-512 (checked).
+                out.push(|b, t| unsafe { x86::count_prefixes_f32_512(b, t) });
+            }
+        }
+        out
+    }
+
+    /// The dispatching filter and every vector copy this CPU can run.
+    fn copies_of_filter() -> Vec<FilterCopy> {
+        let mut out: Vec<FilterCopy> = vec![for_each_marked_f32];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if avx2() {
+                // SAFETY: only called on this CPU, which has AVX2 (checked).
+                out.push(|b, m, h| unsafe { x86::for_each_marked_f32(b, m, h) });
+            }
+            if avx512() {
+                // SAFETY: only called on this CPU, which has AVX-512 (checked).
+                out.push(|b, m, h| unsafe { x86::for_each_marked_f32_512(b, m, h) });
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn every_copy_of_the_prefix_loops_agrees() {
+        use kernel::{BUCKETS, MARK_WORDS};
+        // Every kind of value, at every offset from an aligned address.
+        let vals = values(7, 3 * BLOCK + 11, true);
+        let mut bytes = vec![0u8; 3];
+        bytes.extend(vals.iter().flat_map(|x| x.to_le_bytes()));
+        for shift in 0..4 {
+            let part = &bytes[shift..bytes.len() - (3 - shift)];
+            let counted = |copy: CountCopy| {
+                let mut t = vec![0u32; BUCKETS];
+                if let Ok(table) = <&mut [u32; BUCKETS]>::try_from(t.as_mut_slice()) {
+                    copy(part, table);
+                }
+                t
+            };
+            let a = counted(kernel::count_prefixes_f32);
+            assert_eq!(
+                a.iter().map(|&c| u64::from(c)).sum::<u64>(),
+                vals.len() as u64
+            );
+            for copy in copies_of_count() {
+                assert!(counted(copy) == a, "offset {shift}");
+            }
+            // Marks on about one bucket in three that hold values.
+            let mut marks = vec![0u64; MARK_WORDS];
+            for (p, &c) in a.iter().enumerate() {
+                if c > 0 && p % 3 == 0 {
+                    marks[p / 64] |= 1 << (p % 64);
+                }
+            }
+            let marks = <&[u64; MARK_WORDS]>::try_from(marks.as_slice()).expect("marks");
+            let mut portable = Vec::new();
+            kernel::for_each_marked_f32(part, marks, &mut |k| portable.push(k));
+            assert!(!portable.is_empty());
+            for copy in copies_of_filter() {
+                let mut hits = Vec::new();
+                copy(part, marks, &mut |k| hits.push(k));
+                assert_eq!(hits, portable, "offset {shift}");
+            }
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn each_vector_copy_of_the_f32_scan_agrees() {
+        let vals = values(11, 4 * BLOCK, true);
+        for specials in [false, true] {
+            let vals: Vec<f32> = if specials {
+                vals.clone()
+            } else {
+                vals.iter().copied().filter(|x| x.is_finite()).collect()
+            };
+            let bytes = encode(Wide::F32, &vals, false);
+            let whole = bytes.len() / 32 * 32;
+            let groups = &bytes[..whole];
+            for tiny in [0x0080_0000, 0x3880_0000] {
+                let portable = format!("{:?}", kernel::scan_groups(Wide::F32, groups, tiny, 0.25));
+                if avx2() {
+                    // SAFETY: the CPU has AVX2, checked on the line above.
+                    let v = unsafe { x86::scan_f32(groups, tiny, 0.25) };
+                    assert_eq!(format!("{v:?}"), portable);
+                }
+                if avx512() {
+                    // SAFETY: the CPU has these AVX-512 subsets, checked above.
+                    let v = unsafe { x86::scan_f32_512(groups, tiny, 0.25) };
+                    assert_eq!(format!("{v:?}"), portable);
+                }
             }
         }
     }

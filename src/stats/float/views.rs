@@ -34,14 +34,10 @@ pub(crate) trait FloatLane: Lane {
     fn fold_exponents(table: &[u32], totals: &mut [u64]);
     /// Order-preserving key (−0 just below +0).
     fn key(self) -> u64;
+    /// The exponent field of the value's bits.
+    fn field(self) -> usize;
     /// The inverse of [`FloatLane::key`].
     fn from_key(key: u64) -> Self;
-    /// The smallest value ≥ `x` (−0 for 0).
-    fn at_or_above(x: f64) -> Self;
-    /// The largest value < `x`.
-    fn below(x: f64) -> Self;
-    /// Narrows an f64 that is a value of this type.
-    fn from_f64(x: f64) -> Self;
 }
 
 impl FloatLane for f32 {
@@ -75,6 +71,9 @@ impl FloatLane for f32 {
             }
         }
     }
+    fn field(self) -> usize {
+        ((self.to_bits() >> 23) & 0xff) as usize
+    }
     fn key(self) -> u64 {
         // Branch-free (vectorises): flip every bit of negatives, the sign
         // bit of the others.
@@ -88,20 +87,6 @@ impl FloatLane for f32 {
         } else {
             k & 0x7fff_ffff
         })
-    }
-    fn at_or_above(x: f64) -> f32 {
-        if x == 0.0 {
-            return -0.0;
-        }
-        let f = x as f32;
-        if f64::from(f) < x { f.next_up() } else { f }
-    }
-    fn below(x: f64) -> f32 {
-        let f = x as f32;
-        if f64::from(f) >= x { f.next_down() } else { f }
-    }
-    fn from_f64(x: f64) -> f32 {
-        x as f32
     }
 }
 
@@ -122,6 +107,9 @@ impl FloatLane for f64 {
             *x += u64::from(c);
         }
     }
+    fn field(self) -> usize {
+        ((self.to_bits() >> 52) & 0x7ff) as usize
+    }
     fn key(self) -> u64 {
         let b = self.to_bits();
         b ^ (((b as i64) >> 63) as u64 | (1 << 63))
@@ -132,15 +120,6 @@ impl FloatLane for f64 {
         } else {
             key & !(1 << 63)
         })
-    }
-    fn at_or_above(x: f64) -> f64 {
-        if x == 0.0 { -0.0 } else { x }
-    }
-    fn below(x: f64) -> f64 {
-        x.next_down()
-    }
-    fn from_f64(x: f64) -> f64 {
-        x
     }
 }
 

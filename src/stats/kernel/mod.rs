@@ -153,6 +153,7 @@ fn split_finite<T: Lane>(vals: &[T], out: &mut [T], sp: &mut Specials) -> usize 
 mod counting;
 mod histogram;
 mod moments;
+mod prefix;
 #[cfg(test)]
 mod tests;
 
@@ -161,3 +162,7 @@ pub(crate) use histogram::{
     F32Guess, exponents_f32, exponents_f64, histogram_block, histogram_f32,
 };
 pub(crate) use moments::{F32Lanes, Wide, block_f64, block_wide, f32_bytes, scan_groups};
+pub(crate) use prefix::{
+    BUCKETS, MARK_WORDS, PREFIX_BITS, count_prefixes_f32, count_prefixes_keys, for_each_marked_f32,
+    for_each_marked_key,
+};

@@ -1,0 +1,830 @@
+//! The default scan of float values: every figure, exact quantiles, in two
+//! passes over the data whatever the tensor.
+//!
+//! Pass 1 counts NaN, ±Inf, zeros and subnormals, finds the range, sums the
+//! moments and counts the values' key prefixes ([`BUCKETS`] buckets of
+//! consecutive keys; for f32 a relative width of at most 2^−11). Once the
+//! range is known, the counts already give:
+//!
+//! * the log2 histogram (a bucket lies inside one binade);
+//! * the linear histogram, except for the few buckets that hold a bin
+//!   edge (about one value in a hundred for a 256-bin histogram of weights);
+//! * the bucket, and the rank inside it, of every quantile.
+//!
+//! Pass 2 reads the data once more but only looks at the values of those
+//! marked buckets: the ones beside an edge are binned exactly, the ones in
+//! a quantile's bucket are kept (their keys, at most [`MEMBER_BUDGET`]) and
+//! selected. When the straddling values are many (a range of few distinct
+//! values), pass 2 bins every value instead; when a quantile's bucket holds
+//! more values than the budget, [`refine`] narrows it in extra passes.
+//!
+//! Tensors of at most [`SMALL`] elements skip the counters: their finite
+//! values are sorted, which costs a few microseconds for a tiny tensor
+//! instead of clearing a million counters.
+
+use std::sync::Mutex;
+
+use super::views::{FloatLane, View};
+use super::{Pass1Totals, for_each_block, histogram_counts, moments_pass, tiny_bits};
+use crate::jobs::{CancelToken, Cancelled, Progress};
+use crate::stats::bins::{FloatBins, QUANTILES, nearest_rank};
+use crate::stats::kernel::{
+    BLOCK, BUCKETS, Lane, MARK_WORDS, PREFIX_BITS, Wide, count_prefixes_keys, for_each_marked_key,
+};
+use crate::stats::refine::{KeySource, Target, refine};
+use crate::stats::simd::{block_wide, count_prefixes_f32, for_each_marked_f32};
+use crate::stats::{
+    Histogram, Quantiles, Scalar, StatsOptions, ValueStats, empty_histogram, log2_histogram,
+    par_chunks,
+};
+
+/// Tensors of at most this many elements are sorted instead of counted.
+pub(crate) const SMALL: u64 = 1 << 15;
+
+/// Keys of quantile buckets kept at most in pass 2 (16 MiB; a few
+/// thousand in the tests, so that they reach the refining passes).
+const MEMBER_BUDGET: u64 = if cfg!(test) { 1 << 12 } else { 1 << 21 };
+
+/// Values a 32-bit counter table takes before it is spilled (a few
+/// thousand in the tests, so that they spill).
+const SPILL_AFTER: u64 = if cfg!(test) { 1 << 14 } else { u32::MAX as u64 };
+
+/// Pass 2 bins every value when more than this share of them lie in
+/// buckets that hold a bin edge.
+const STRADDLE_SHARE: u64 = 8;
+
+/// Prefix tables kept for the next scan: clearing a table costs one pass
+/// over its 4 MiB, mapping a new one a page fault per 4 KiB, which two
+/// threads then take in turn.
+static TABLES: Mutex<Vec<Box<[u32]>>> = Mutex::new(Vec::new());
+
+/// Tables kept at most in [`TABLES`] (16 MiB each with two of them).
+const KEPT_TABLES: usize = 8;
+
+/// Prefix counts of one thread's chunks: 32-bit counters, spilled into
+/// 64-bit ones before any could wrap. The table goes back to [`TABLES`],
+/// cleared, when the counts are dropped.
+struct Counts {
+    table: Box<[u32]>,
+    spill: Vec<u64>,
+    /// Values counted in `table` since it was last spilled (or cleared).
+    since: u64,
+}
+
+impl Counts {
+    fn new() -> Self {
+        let kept = TABLES.lock().ok().and_then(|mut t| t.pop());
+        Self {
+            table: kept.unwrap_or_else(|| vec![0u32; BUCKETS].into_boxed_slice()),
+            spill: Vec::new(),
+            since: 0,
+        }
+    }
+
+    fn table(&mut self) -> Option<&mut [u32; BUCKETS]> {
+        <&mut [u32; BUCKETS]>::try_from(&mut *self.table).ok()
+    }
+
+    /// Makes room for `n` more values.
+    fn reserve(&mut self, n: u64) {
+        if self.since + n > SPILL_AFTER {
+            self.spill_all();
+        }
+        self.since += n;
+    }
+
+    fn spill_all(&mut self) {
+        if self.spill.is_empty() {
+            self.spill = vec![0; BUCKETS];
+        }
+        for (s, t) in self.spill.iter_mut().zip(self.table.iter_mut()) {
+            *s += u64::from(std::mem::take(t));
+        }
+        self.since = 0;
+    }
+
+    /// Adds `other`'s counts, clearing its table as it goes.
+    fn merge(mut self, mut other: Counts) -> Counts {
+        if self.since + other.since > SPILL_AFTER {
+            self.spill_all();
+            other.spill_all();
+        }
+        if other.since > 0 {
+            for (a, b) in self.table.iter_mut().zip(other.table.iter_mut()) {
+                *a += std::mem::take(b);
+            }
+        }
+        if !other.spill.is_empty() {
+            if self.spill.is_empty() {
+                self.spill = std::mem::take(&mut other.spill);
+            } else {
+                for (a, b) in self.spill.iter_mut().zip(&other.spill) {
+                    *a += b;
+                }
+            }
+        }
+        self.since += other.since;
+        other.since = 0;
+        self
+    }
+
+    /// The count of bucket `p`, clearing it.
+    fn take(&mut self, p: usize) -> u64 {
+        let t = self.table.get_mut(p).map_or(0, std::mem::take);
+        u64::from(t) + self.spill.get(p).copied().unwrap_or(0)
+    }
+}
+
+impl Drop for Counts {
+    fn drop(&mut self) {
+        // Counts read to the end with `take` are already clear.
+        if self.since > 0 {
+            self.table.fill(0);
+        }
+        if self.table.len() == BUCKETS
+            && let Ok(mut kept) = TABLES.lock()
+            && kept.len() < KEPT_TABLES
+        {
+            kept.push(std::mem::take(&mut self.table));
+        }
+    }
+}
+
+/// Bits of a key below its prefix.
+fn low_bits<T: FloatLane>() -> u32 {
+    T::KEY_BITS - PREFIX_BITS
+}
+
+/// Statistics of a float view with every figure and exact quantiles.
+#[expect(
+    clippy::too_many_lines,
+    reason = "the two passes share the buckets' state; split, each part would take a dozen arguments"
+)]
+pub(crate) fn stats<V: View>(
+    view: &V,
+    options: &StatsOptions,
+    cancel: &CancelToken,
+    progress: &Progress,
+) -> Result<ValueStats, Cancelled> {
+    if view.len() <= SMALL {
+        return small(view, options, cancel, progress);
+    }
+    let n = view.len();
+    let chunk = (crate::stats::CHUNK_BYTES / view.element_bytes()).max(1);
+    let tiny = view.smallest_normal();
+    let key_bits = V::T::KEY_BITS;
+    // Pass 1: specials, moments and prefix counts.
+    let (totals, mut counts) = par_chunks(
+        n,
+        chunk,
+        cancel,
+        || (Pass1Totals::default(), Counts::new()),
+        |(acc, counts), range| {
+            let bytes = (range.end - range.start) * view.element_bytes();
+            counts.reserve(range.end - range.start);
+            let Some(table) = counts.table() else {
+                return;
+            };
+            if let Some((Wide::F32, raw)) = view.raw(range.clone()) {
+                let tiny = tiny_bits(tiny);
+                for block in raw.chunks(4 * BLOCK) {
+                    let (sp, m) = block_wide(Wide::F32, block, tiny);
+                    acc.specials.merge(&sp);
+                    acc.moments.merge(&m);
+                    count_prefixes_f32(block, table);
+                }
+            } else {
+                let mut keys = [0u64; BLOCK];
+                for_each_block(view, range, |vals| {
+                    let (sp, m) = V::T::summarize(vals, tiny);
+                    acc.specials.merge(&sp);
+                    acc.moments.merge(&m);
+                    for (k, x) in keys.iter_mut().zip(vals) {
+                        *k = x.key();
+                    }
+                    count_prefixes_keys(keys.get(..vals.len()).unwrap_or(&[]), key_bits, table);
+                });
+            }
+            progress.add(bytes);
+        },
+        |(mut a, ca), (b, cb)| {
+            a.merge(&b);
+            (a, ca.merge(cb))
+        },
+    )?;
+    let mut stats = totals.value_stats(n);
+    let finite = stats.finite;
+    let sp = totals.specials;
+    // The buckets in key order: exponent fields, linear bins of the buckets
+    // inside one bin, the buckets beside an edge, and the quantiles' buckets.
+    let low = low_bits::<V::T>();
+    let mut fields = vec![0u64; V::T::MAX_FIELD + 1];
+    let bins = (finite > 0).then(|| FloatBins::new(sp.min, sp.max, options.bins()));
+    let mut linear = vec![0u64; bins.as_ref().map_or(0, FloatBins::len)];
+    let mut straddling: Vec<u32> = Vec::new();
+    let mut straddle_count = 0u64;
+    let ranks: Vec<(usize, u64)> = QUANTILES
+        .iter()
+        .enumerate()
+        .filter_map(|(i, &(_, permille))| Some((i, nearest_rank(permille, finite)?)))
+        .collect();
+    let mut located: Vec<Located> = Vec::new();
+    let mut next_rank = 0;
+    let mut below = 0u64;
+    for p in 0..BUCKETS {
+        let c = counts.take(p);
+        if c == 0 {
+            continue;
+        }
+        let first = (p as u64) << low;
+        let last = first | ((1u64 << low) - 1);
+        let (lo, hi) = (V::T::from_key(first), V::T::from_key(last));
+        let field = lo.field();
+        if field >= V::T::MAX_FIELD {
+            // NaN and ±Inf: counted apart.
+            continue;
+        }
+        if let Some(slot) = fields.get_mut(field) {
+            *slot += c;
+        }
+        if let Some(bins) = &bins {
+            let b_lo = bins.bin_of(lo.to_f64().max(sp.min));
+            let b_hi = bins.bin_of(hi.to_f64().min(sp.max));
+            if b_lo == b_hi {
+                if let Some(slot) = linear.get_mut(b_lo) {
+                    *slot += c;
+                }
+            } else {
+                straddling.push(p as u32);
+                straddle_count += c;
+            }
+        }
+        while let Some(&(q, rank)) = ranks.get(next_rank) {
+            if rank > below + c {
+                break;
+            }
+            located.push(Located {
+                quantile: q,
+                prefix: p as u32,
+                rank: rank - below,
+                count: c,
+            });
+            next_rank += 1;
+        }
+        below += c;
+    }
+    // Every counter was taken: the table goes back clear.
+    counts.since = 0;
+    drop(counts);
+    stats.log2_histogram = Some(log2_of::<V::T>(&fields, tiny, sp.zeros, sp.subnormals));
+    let Some(bins) = bins else {
+        stats.histogram = Some(empty_histogram());
+        stats.quantiles = Some(Quantiles([None; 9]));
+        return Ok(stats);
+    };
+    // The quantile buckets whose values pass 2 keeps (each one once).
+    let mut kept: Vec<u32> = located.iter().map(|l| l.prefix).collect();
+    kept.sort_unstable();
+    kept.dedup();
+    let kept_values: u64 = located
+        .iter()
+        .filter(|l| kept.contains(&l.prefix))
+        .map(|l| (l.prefix, l.count))
+        .collect::<std::collections::BTreeMap<_, _>>()
+        .values()
+        .sum();
+    if kept_values > MEMBER_BUDGET {
+        kept.clear();
+    }
+    let bin_all = straddle_count > finite / STRADDLE_SHARE;
+    if bin_all {
+        straddling.clear();
+    }
+    let marked = Marked::new::<V::T>(&straddling, &kept, &bins, sp.min, sp.max);
+    let Ok(marks) = <&[u64; MARK_WORDS]>::try_from(marked.words.as_slice()) else {
+        return Ok(stats);
+    };
+    // Pass 2.
+    let len = bins.len();
+    let (extra, members) = par_chunks(
+        n,
+        chunk,
+        cancel,
+        || (vec![0u64; len], vec![Vec::<u64>::new(); kept.len()]),
+        |(extra, members), range| {
+            let bytes = (range.end - range.start) * view.element_bytes();
+            if bin_all {
+                histogram_counts(view, range.clone(), &bins, extra);
+            }
+            let mut hit = |key: u64| {
+                let Some(e) = marked.entry((key >> low) as u32) else {
+                    return;
+                };
+                if e.straddles {
+                    let bin = if e.steps_known {
+                        e.base + usize::from(key >= e.steps[0]) + usize::from(key >= e.steps[1])
+                    } else {
+                        bins.bin_of(V::T::from_key(key).to_f64())
+                    };
+                    if let Some(slot) = extra.get_mut(bin) {
+                        *slot += 1;
+                    }
+                }
+                if let Some(list) = members.get_mut(e.kept as usize) {
+                    list.push(key);
+                }
+            };
+            if let Some((Wide::F32, raw)) = view.raw(range.clone()) {
+                for_each_marked_f32(raw, marks, &mut hit);
+            } else {
+                let mut keys = [0u64; BLOCK];
+                for_each_block(view, range, |vals| {
+                    for (k, x) in keys.iter_mut().zip(vals) {
+                        *k = x.key();
+                    }
+                    let keys = keys.get(..vals.len()).unwrap_or(&[]);
+                    for_each_marked_key(keys, key_bits, marks, &mut hit);
+                });
+            }
+            progress.add(bytes);
+        },
+        |(mut a, mut ma), (b, mb)| {
+            for (x, y) in a.iter_mut().zip(&b) {
+                *x += y;
+            }
+            for (x, y) in ma.iter_mut().zip(mb) {
+                x.extend(y);
+            }
+            (a, ma)
+        },
+    )?;
+    if bin_all {
+        linear = extra;
+    } else {
+        for (x, y) in linear.iter_mut().zip(&extra) {
+            *x += y;
+        }
+    }
+    let mut q = [None; 9];
+    let mut members = members;
+    let mut open = Vec::new();
+    for l in &located {
+        let Some(slot) = q.get_mut(l.quantile) else {
+            continue;
+        };
+        match kept.binary_search(&l.prefix) {
+            Ok(i) => {
+                let Some(list) = members.get_mut(i).filter(|list| !list.is_empty()) else {
+                    continue;
+                };
+                let index = usize::try_from(l.rank.saturating_sub(1))
+                    .unwrap_or(usize::MAX)
+                    .min(list.len() - 1);
+                let (_, &mut key, _) = list.select_nth_unstable(index);
+                *slot = Some(Scalar::float(V::T::from_key(key).to_f64()));
+            }
+            Err(_) => open.push(*l),
+        }
+    }
+    drop(members);
+    if !open.is_empty() {
+        let targets: Vec<Target> = open
+            .iter()
+            .map(|l| {
+                let lo = u64::from(l.prefix) << low;
+                Target {
+                    lo,
+                    hi: lo | ((1u64 << low) - 1),
+                    rank: l.rank,
+                    count: l.count,
+                }
+            })
+            .collect();
+        let keys = refine(&Keys { view, chunk }, &targets, cancel)?;
+        for (l, k) in open.iter().zip(keys) {
+            if let Some(slot) = q.get_mut(l.quantile) {
+                *slot = Some(Scalar::float(V::T::from_key(k).to_f64()));
+            }
+        }
+    }
+    stats.quantiles = Some(Quantiles(q));
+    stats.histogram = Some(Histogram {
+        edges: bins.edges().to_vec(),
+        counts: linear,
+    });
+    Ok(stats)
+}
+
+/// The buckets pass 2 looks at, and what it does with their values.
+struct Marked {
+    /// One bit per bucket.
+    words: Vec<u64>,
+    /// Marked buckets before each word (for the rank of a bucket).
+    before: Vec<u32>,
+    /// One entry per marked bucket, in bucket order.
+    entries: Vec<MarkedBucket>,
+}
+
+/// What pass 2 does with the values of one marked bucket.
+#[derive(Debug, Clone, Copy)]
+struct MarkedBucket {
+    /// Whether the bucket holds a bin edge: its values are binned here.
+    straddles: bool,
+    /// Whether `base` and `steps` give the bin (at most two edges inside).
+    steps_known: bool,
+    /// The bin of the bucket's lowest values.
+    base: usize,
+    /// The keys from which the bin is one, then two, above `base`
+    /// (`u64::MAX`: no such step).
+    steps: [u64; 2],
+    /// Index of the kept list of a quantile's bucket (`u32::MAX`: none).
+    kept: u32,
+}
+
+impl Marked {
+    /// `straddling` and `kept` are sorted bucket indices.
+    fn new<T: FloatLane>(
+        straddling: &[u32],
+        kept: &[u32],
+        bins: &FloatBins,
+        min: f64,
+        max: f64,
+    ) -> Self {
+        let low = low_bits::<T>();
+        let mut all: Vec<u32> = straddling.iter().chain(kept).copied().collect();
+        all.sort_unstable();
+        all.dedup();
+        let mut words = vec![0u64; MARK_WORDS];
+        for &p in &all {
+            if let Some(w) = words.get_mut((p >> 6) as usize) {
+                *w |= 1 << (p & 63);
+            }
+        }
+        let mut before = Vec::with_capacity(MARK_WORDS);
+        let mut total = 0u32;
+        for w in &words {
+            before.push(total);
+            total += w.count_ones();
+        }
+        let bin_at = |key: u64| bins.bin_of(T::from_key(key).to_f64().clamp(min, max));
+        let entries = all
+            .iter()
+            .map(|&p| {
+                let first = u64::from(p) << low;
+                let last = first | ((1u64 << low) - 1);
+                let base = bin_at(first);
+                let top = bin_at(last);
+                let mut steps = [u64::MAX; 2];
+                let steps_known = top - base <= 2;
+                if steps_known {
+                    for (j, step) in steps.iter_mut().enumerate().take(top - base) {
+                        // The first key whose bin is base + j + 1.
+                        let (mut lo, mut hi) = (first, last);
+                        while lo < hi {
+                            let mid = lo + (hi - lo) / 2;
+                            if bin_at(mid) > base + j {
+                                hi = mid;
+                            } else {
+                                lo = mid + 1;
+                            }
+                        }
+                        *step = lo;
+                    }
+                }
+                MarkedBucket {
+                    straddles: straddling.binary_search(&p).is_ok(),
+                    steps_known,
+                    base,
+                    steps,
+                    kept: kept.binary_search(&p).map_or(u32::MAX, |i| i as u32),
+                }
+            })
+            .collect();
+        Self {
+            words,
+            before,
+            entries,
+        }
+    }
+
+    /// The entry of bucket `p`, when it is marked.
+    #[inline]
+    fn entry(&self, p: u32) -> Option<&MarkedBucket> {
+        let w = (p >> 6) as usize;
+        let word = *self.words.get(w)?;
+        let bit = 1u64 << (p & 63);
+        if word & bit == 0 {
+            return None;
+        }
+        let rank = self.before.get(w)? + (word & (bit - 1)).count_ones();
+        self.entries.get(rank as usize)
+    }
+}
+
+/// Where a quantile's rank falls among the buckets.
+#[derive(Debug, Clone, Copy)]
+struct Located {
+    /// Index into [`QUANTILES`].
+    quantile: usize,
+    prefix: u32,
+    /// Rank inside the bucket, 1-based.
+    rank: u64,
+    /// Values in the bucket.
+    count: u64,
+}
+
+/// The log2 histogram from exponent-field counts.
+fn log2_of<T: FloatLane>(
+    fields: &[u64],
+    tiny: f64,
+    zeros: u64,
+    subnormals: u64,
+) -> crate::stats::Log2Histogram {
+    let exponents = fields.iter().enumerate().filter_map(|(field, &c)| {
+        let e = field as i32 - T::BIAS;
+        (field > 0 && field < T::MAX_FIELD && crate::stats::moments::ldexp(1.0, e) >= tiny)
+            .then_some((e, c))
+    });
+    log2_histogram(exponents, zeros, subnormals)
+}
+
+/// [`stats`] of a tensor of at most [`SMALL`] elements: pass 1 without
+/// counters, then the finite values' keys sorted.
+fn small<V: View>(
+    view: &V,
+    options: &StatsOptions,
+    cancel: &CancelToken,
+    progress: &Progress,
+) -> Result<ValueStats, Cancelled> {
+    let n = view.len();
+    let totals = moments_pass(view, cancel, progress)?;
+    let mut stats = totals.value_stats(n);
+    let sp = totals.specials;
+    let capacity = usize::try_from(stats.finite).unwrap_or(0);
+    let mut keys: Vec<u64> = Vec::with_capacity(capacity.min(SMALL as usize));
+    cancel.check()?;
+    for_each_block(view, 0..n, |vals| {
+        keys.extend(vals.iter().filter(|x| x.finite()).map(|x| x.key()));
+    });
+    progress.add(n * view.element_bytes());
+    keys.sort_unstable();
+    let tiny = view.smallest_normal();
+    let mut fields = vec![0u64; V::T::MAX_FIELD + 1];
+    for &k in &keys {
+        if let Some(slot) = fields.get_mut(V::T::from_key(k).field()) {
+            *slot += 1;
+        }
+    }
+    stats.log2_histogram = Some(log2_of::<V::T>(&fields, tiny, sp.zeros, sp.subnormals));
+    if keys.is_empty() {
+        stats.histogram = Some(empty_histogram());
+        stats.quantiles = Some(Quantiles([None; 9]));
+        return Ok(stats);
+    }
+    let bins = FloatBins::new(sp.min, sp.max, options.bins());
+    let mut counts = vec![0u64; bins.len()];
+    for &k in &keys {
+        if let Some(slot) = counts.get_mut(bins.bin_of(V::T::from_key(k).to_f64())) {
+            *slot += 1;
+        }
+    }
+    let mut q = [None; 9];
+    for (slot, &(_, permille)) in q.iter_mut().zip(&QUANTILES) {
+        if let Some(&k) = nearest_rank(permille, keys.len() as u64)
+            .and_then(|r| keys.get(usize::try_from(r - 1).ok()?))
+        {
+            *slot = Some(Scalar::float(V::T::from_key(k).to_f64()));
+        }
+    }
+    stats.quantiles = Some(Quantiles(q));
+    stats.histogram = Some(Histogram {
+        edges: bins.edges().to_vec(),
+        counts,
+    });
+    Ok(stats)
+}
+
+/// The keys of the finite values of a view.
+struct Keys<'a, V> {
+    view: &'a V,
+    chunk: u64,
+}
+
+impl<V: View> KeySource for Keys<'_, V> {
+    fn len(&self) -> u64 {
+        self.view.len()
+    }
+    fn chunk_elems(&self) -> u64 {
+        self.chunk
+    }
+    fn key_bits(&self) -> u32 {
+        V::T::KEY_BITS
+    }
+    fn for_each_block(&self, range: std::ops::Range<u64>, f: &mut dyn FnMut(&[u64])) {
+        let mut keys = [0u64; BLOCK];
+        for_each_block(self.view, range, |vals| {
+            // NaN and ±Inf keys lie outside every interval of finite
+            // values, so they need no filtering here.
+            for (k, &x) in keys.iter_mut().zip(vals) {
+                *k = x.key();
+            }
+            f(keys.get(..vals.len()).unwrap_or(&[]));
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::views::{C64Abs, C64Part, F32View, F64View};
+    use super::*;
+
+    /// xorshift64*.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        }
+        fn unit(&mut self) -> f64 {
+            (self.next() >> 11) as f64 / (1u64 << 53) as f64
+        }
+        fn normal(&mut self) -> f64 {
+            let u = self.unit().max(1e-300);
+            (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * self.unit()).cos()
+        }
+    }
+
+    /// Values of many shapes: weights, a narrow range (buckets holding
+    /// many edges), few distinct values (most values beside an edge),
+    /// specials, the extremes of the type, a constant.
+    fn cases(n: usize) -> Vec<(&'static str, Vec<f64>)> {
+        let mut r = Rng(0x9e37_79b9_7f4a_7c15);
+        let weights: Vec<f64> = (0..n).map(|_| r.normal() * 0.02).collect();
+        let narrow: Vec<f64> = (0..n).map(|_| 1.0 + r.unit() * 1e-4).collect();
+        let few: Vec<f64> = (0..n).map(|i| f64::from((i % 5) as u8) - 2.0).collect();
+        let mut specials = weights.clone();
+        for (i, x) in specials.iter_mut().enumerate() {
+            match i % 97 {
+                0 => *x = f64::NAN,
+                1 => *x = f64::INFINITY,
+                2 => *x = f64::NEG_INFINITY,
+                3 => *x = 0.0,
+                4 => *x = -0.0,
+                5 => *x = 1e-40,
+                _ => {}
+            }
+        }
+        let wide: Vec<f64> = (0..n)
+            .map(|i| match i % 3 {
+                0 => f64::from(f32::MAX) * r.unit(),
+                1 => -f64::from(f32::MAX) * r.unit(),
+                _ => r.normal(),
+            })
+            .collect();
+        let constant = vec![0.5; n];
+        let all_nan = vec![f64::NAN; n];
+        vec![
+            ("weights", weights),
+            ("narrow", narrow),
+            ("few values", few),
+            ("specials", specials),
+            ("wide", wide),
+            ("constant", constant),
+            ("all NaN", all_nan),
+        ]
+    }
+
+    fn f32_bytes(vals: &[f64]) -> Vec<u8> {
+        vals.iter()
+            .flat_map(|&x| (x as f32).to_le_bytes())
+            .collect()
+    }
+
+    fn f64_bytes(vals: &[f64]) -> Vec<u8> {
+        vals.iter().flat_map(|&x| x.to_le_bytes()).collect()
+    }
+
+    /// The counted scan and the sorting one agree on every figure, bit for
+    /// bit (the sorting one is the reference: it sees every value).
+    fn agree<V: View>(view: &V, what: &str) {
+        let options = StatsOptions::default();
+        let (cancel, progress) = (CancelToken::new(), Progress::new());
+        assert!(
+            view.len() > SMALL,
+            "{what}: large enough for the counted scan"
+        );
+        let counted = stats(view, &options, &cancel, &progress).expect("not cancelled");
+        let sorted = small(view, &options, &cancel, &progress).expect("not cancelled");
+        assert_eq!(format!("{counted:?}"), format!("{sorted:?}"), "{what}");
+        // Both scans report both their passes (one, with no finite value).
+        let passes = if counted.finite > 0 { 4 } else { 3 };
+        assert_eq!(
+            progress.done(),
+            passes * view.len() * view.element_bytes(),
+            "{what}"
+        );
+    }
+
+    #[test]
+    fn counted_scan_matches_the_sorted_values() {
+        let n = SMALL as usize * 3 + 17;
+        for (name, vals) in cases(n) {
+            agree(&F32View(&f32_bytes(&vals)), &format!("F32 {name}"));
+            agree(&F64View(&f64_bytes(&vals)), &format!("F64 {name}"));
+        }
+    }
+
+    #[test]
+    fn complex_parts_and_magnitudes_match() {
+        let n = SMALL as usize * 2 + 3;
+        let cases = cases(2 * n);
+        let (_, vals) = &cases[3];
+        let bytes = f32_bytes(vals);
+        agree(
+            &C64Part {
+                bytes: &bytes,
+                imag: false,
+            },
+            "C64 real",
+        );
+        agree(
+            &C64Part {
+                bytes: &bytes,
+                imag: true,
+            },
+            "C64 imaginary",
+        );
+        agree(&C64Abs(&bytes), "C64 magnitude");
+    }
+
+    #[test]
+    fn other_bin_counts_match() {
+        let n = SMALL as usize + 1000;
+        let (_, vals) = &cases(n)[0];
+        let bytes = f32_bytes(vals);
+        for bins in [1, 7, 1000, 100_000] {
+            let options = StatsOptions {
+                bins,
+                ..StatsOptions::default()
+            };
+            let (cancel, progress) = (CancelToken::new(), Progress::new());
+            let view = F32View(&bytes);
+            let counted = stats(&view, &options, &cancel, &progress).expect("not cancelled");
+            let sorted = small(&view, &options, &cancel, &progress).expect("not cancelled");
+            assert_eq!(format!("{counted:?}"), format!("{sorted:?}"), "{bins} bins");
+        }
+    }
+
+    #[test]
+    fn quantiles_are_the_sorted_values() {
+        let n = SMALL as usize * 2;
+        let (_, vals) = &cases(n)[0];
+        let bytes = f32_bytes(vals);
+        let got = stats(
+            &F32View(&bytes),
+            &StatsOptions::default(),
+            &CancelToken::new(),
+            &Progress::new(),
+        )
+        .expect("not cancelled");
+        let mut sorted: Vec<f64> = vals.iter().map(|&x| f64::from(x as f32)).collect();
+        sorted.sort_by(f64::total_cmp);
+        let q = got.quantiles.expect("quantiles");
+        for (got, &(_, permille)) in q.0.iter().zip(&QUANTILES) {
+            let rank = nearest_rank(permille, n as u64).expect("values");
+            assert_eq!(*got, Some(Scalar::float(sorted[rank as usize - 1])));
+        }
+        let h = got.histogram.expect("histogram");
+        assert_eq!(h.counts.iter().sum::<u64>(), n as u64);
+    }
+
+    #[test]
+    fn cancelled_scans_stop() {
+        let bytes = vec![0u8; 4 * (SMALL as usize + 1)];
+        let cancel = CancelToken::new();
+        cancel.cancel();
+        let view = F32View(&bytes);
+        assert!(stats(&view, &StatsOptions::default(), &cancel, &Progress::new()).is_err());
+    }
+
+    #[test]
+    fn tables_come_back_clear() {
+        let n = SMALL as usize + 5;
+        let (_, vals) = &cases(n)[0];
+        let bytes = f32_bytes(vals);
+        for _ in 0..3 {
+            let _ = stats(
+                &F32View(&bytes),
+                &StatsOptions::default(),
+                &CancelToken::new(),
+                &Progress::new(),
+            );
+        }
+        let kept = TABLES.lock().expect("lock");
+        assert!(kept.len() <= KEPT_TABLES);
+        assert!(kept.iter().all(|t| t.iter().all(|&c| c == 0)));
+    }
+}

@@ -10,13 +10,14 @@
 //!   F16, BF16) count their raw codes (at most 65,536 counters) in one pass;
 //!   every figure is then derived from the counts, so histograms and
 //!   quantiles are exact (`codes.rs`).
-//! * F32, F64 and the parts and magnitude of C64 take a first pass for the
-//!   counts, range and moments and a second for the linear histogram
-//!   (`float.rs`). f32 values also count 16-bit key prefixes in the first
-//!   pass, so the second gathers the few values that decide each quantile:
-//!   exact quantiles in two passes. f64 values narrow the bin holding each
-//!   rank in one or two extra passes (`refine.rs`).
-//! * I32, U32, I64 and U64 work the same way on exact integers (`ints.rs`).
+//! * F32, F64 and the parts and magnitude of C64 count 20-bit key prefixes
+//!   beside the counts, range and moments in pass 1; pass 2 looks only at
+//!   the values beside a bin edge or in a quantile's bucket: exact
+//!   histograms and quantiles in two passes (`float/exact.rs`). Tensors of
+//!   at most 32,768 elements sort their values instead.
+//! * I32, U32, I64 and U64 take a pass for the counts, range and moments,
+//!   one for the linear histogram, and narrow the bin holding each rank in
+//!   one or two more, on exact integers (`ints.rs`, `refine.rs`).
 //!
 //! Chunks of a tensor run in parallel on rayon's pool; [`scan`] also runs
 //! tensors in parallel. Long work takes a [`CancelToken`] (checked before
@@ -24,7 +25,8 @@
 //! [`Progress`].
 //!
 //! The result types are in `report`; the binning, moments and hot loops
-//! in `bins`, `moments` and `kernel` (with `simd`, their AVX2 copies).
+//! in `bins`, `moments` and `kernel` (with `simd`, their AVX2 and AVX-512
+//! copies).
 
 mod bins;
 mod codes;

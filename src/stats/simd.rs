@@ -1,11 +1,12 @@
-//! Runtime dispatch of the hot loops to code compiled for AVX2.
+//! Runtime dispatch of the hot loops to code compiled for AVX2 or AVX-512.
 //!
 //! The kernels of [`super::kernel`] are plain Rust that the compiler
 //! vectorises. Built for the baseline x86-64 target (SSE2) they use 128-bit
 //! registers and miss the integer min/max instructions; built once more
 //! inside a `#[target_feature(enable = "avx2")]` function they use 256-bit
-//! registers. The binary keeps running on any x86-64 CPU: the AVX2 copy is
-//! called only after `is_x86_feature_detected!` has said the CPU has AVX2.
+//! registers; the AVX-512 copies (F, BW, DQ, VL) use 512-bit ones. The
+//! binary keeps running on any x86-64 CPU: a copy is called only after
+//! `is_x86_feature_detected!` has said the CPU has its features.
 //!
 //! This is the one module besides the file mapping that holds `unsafe`:
 //! calling a `#[target_feature]` function is unsafe because running it on a

@@ -24,7 +24,7 @@ use super::refine::bins_of_quantiles;
 use super::simd::{block_wide, histogram_block, histogram_f32};
 use super::{
     CHUNK_BYTES, Histogram, QuantileMode, Quantiles, Scalar, StatsOptions, ValueStats,
-    empty_histogram, log2_histogram, par_chunks,
+    empty_histogram, par_chunks,
 };
 use crate::jobs::{CancelToken, Cancelled, Progress};
 
@@ -190,15 +190,12 @@ pub(crate) fn stats<V: View>(
     let mut stats = totals.value_stats(n);
     let finite_count = stats.finite;
     let tiny = view.smallest_normal();
-    let exponents = exponent_counts
-        .iter()
-        .enumerate()
-        .filter_map(|(field, &c)| {
-            let e = field as i32 - V::T::BIAS;
-            (field > 0 && field < V::T::MAX_FIELD && super::moments::ldexp(1.0, e) >= tiny)
-                .then_some((e, c))
-        });
-    stats.log2_histogram = Some(log2_histogram(exponents, sp.zeros, sp.subnormals));
+    stats.log2_histogram = Some(exact::log2_of::<V::T>(
+        &exponent_counts,
+        tiny,
+        sp.zeros,
+        sp.subnormals,
+    ));
     if finite_count == 0 {
         stats.histogram = Some(empty_histogram());
         stats.quantiles = Some(Quantiles([None; 9]));

@@ -534,7 +534,7 @@ struct Located {
 }
 
 /// The log2 histogram from exponent-field counts.
-fn log2_of<T: FloatLane>(
+pub(super) fn log2_of<T: FloatLane>(
     fields: &[u64],
     tiny: f64,
     zeros: u64,

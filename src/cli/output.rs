@@ -12,20 +12,40 @@ use tensorscope::format::LoadError;
 use tensorscope::jobs::Progress;
 
 /// Where a verb writes its result.
+///
+/// Buffered: a document of a million tensors goes out in large writes, not
+/// one system call per line. The buffer is flushed after every piece when
+/// stdout is a terminal, at least every [`FLUSH_EVERY`] otherwise (so a
+/// reader of a pipe sees a slow scan advance), and in [`Output::failed`].
 pub struct Output {
-    sink: Box<dyn Write>,
+    sink: io::BufWriter<Box<dyn Write>>,
+    flush_each: bool,
+    flushed: Instant,
     closed: bool,
     /// A write failed for another reason than a closed pipe (a full disk):
     /// the verb's result did not arrive, so it must exit 2.
     failed: bool,
 }
 
+/// The longest a written piece waits in the buffer of a pipe or file.
+const FLUSH_EVERY: Duration = Duration::from_millis(200);
+
+/// The buffer of [`Output`].
+const BUFFER: usize = 1 << 18;
+
 impl Output {
     /// Standard output, locked for the verb's lifetime so a document is never
     /// interleaved with other output.
     pub fn stdout() -> Self {
+        let terminal = io::stdout().is_terminal();
+        Self::new(Box::new(io::stdout().lock()), terminal)
+    }
+
+    fn new(sink: Box<dyn Write>, flush_each: bool) -> Self {
         Self {
-            sink: Box::new(io::stdout().lock()),
+            sink: io::BufWriter::with_capacity(BUFFER, sink),
+            flush_each,
+            flushed: Instant::now(),
             closed: false,
             failed: false,
         }
@@ -34,29 +54,40 @@ impl Output {
     /// Any writer (tests capture what a verb writes this way).
     #[cfg(test)]
     pub fn to_writer(sink: Box<dyn Write>) -> Self {
-        Self {
-            sink,
-            closed: false,
-            failed: false,
-        }
+        Self::new(sink, false)
     }
 
-    /// True when the output could not be written (not a closed pipe, which
-    /// a reader such as `| head` closes on purpose).
-    pub fn failed(&self) -> bool {
+    /// Flushes what is buffered, then tells whether the output could not be
+    /// written (not a closed pipe, which a reader such as `| head` closes on
+    /// purpose).
+    pub fn failed(&mut self) -> bool {
+        if !self.closed {
+            let result = self.sink.flush();
+            self.check(result);
+        }
         self.failed
     }
 
     /// Writes text. A closed pipe (`| head`) stops output silently.
     pub fn text(&mut self, s: &str) {
+        self.bytes(s.as_bytes());
+    }
+
+    /// Writes bytes (UTF-8 text). A closed pipe stops output silently.
+    pub fn bytes(&mut self, b: &[u8]) {
         if self.closed {
             return;
         }
-        if let Err(e) = self
-            .sink
-            .write_all(s.as_bytes())
-            .and_then(|()| self.sink.flush())
-        {
+        let mut result = self.sink.write_all(b);
+        if result.is_ok() && (self.flush_each || self.flushed.elapsed() >= FLUSH_EVERY) {
+            result = self.sink.flush();
+            self.flushed = Instant::now();
+        }
+        self.check(result);
+    }
+
+    fn check(&mut self, result: io::Result<()>) {
+        if let Err(e) = result {
             self.closed = true;
             if e.kind() != io::ErrorKind::BrokenPipe {
                 self.failed = true;
@@ -67,16 +98,114 @@ impl Output {
 
     /// Writes one JSON document and a newline.
     pub fn json<T: Serialize>(&mut self, value: &T) {
-        match serde_json::to_string_pretty(value) {
-            Ok(mut s) => {
-                s.push('\n');
-                self.text(&s);
+        let mut buf = Vec::new();
+        match pretty_at(&mut buf, value, 0) {
+            Ok(()) => {
+                buf.push(b'\n');
+                self.bytes(&buf);
             }
             Err(e) => {
                 self.failed = true;
                 eprintln!("tensorscope: cannot encode JSON: {e}");
             }
         }
+    }
+}
+
+/// Appends `value` to `buf` as pretty JSON (two spaces an indent, as
+/// `serde_json::to_string_pretty`) nested `depth` levels deep: its first
+/// line is not indented, the lines after it are, so it can follow a key or
+/// an indent already written. This is how a streamed document comes out
+/// byte for byte as the whole one would, without re-indenting a copy.
+pub fn pretty_at<T: Serialize + ?Sized>(
+    buf: &mut Vec<u8>,
+    value: &T,
+    depth: usize,
+) -> serde_json::Result<()> {
+    let mut ser = serde_json::Serializer::with_formatter(
+        buf,
+        Nested {
+            depth,
+            has_value: false,
+        },
+    );
+    value.serialize(&mut ser)
+}
+
+/// `serde_json`'s pretty formatter, starting `depth` levels in.
+struct Nested {
+    depth: usize,
+    has_value: bool,
+}
+
+impl Nested {
+    fn line<W: ?Sized + Write>(&self, w: &mut W, first: bool) -> io::Result<()> {
+        /// A separator and a line break, then enough spaces for one write at
+        /// any usual depth: one write an element, not three.
+        const LINE: &[u8; 66] = b",\n                                                                ";
+        let start = usize::from(first);
+        let mut n = self.depth * 2;
+        let k = n.min(LINE.len() - 2);
+        w.write_all(&LINE[start..2 + k])?;
+        n -= k;
+        while n > 0 {
+            let k = n.min(LINE.len() - 2);
+            w.write_all(&LINE[2..2 + k])?;
+            n -= k;
+        }
+        Ok(())
+    }
+
+    fn close<W: ?Sized + Write>(&mut self, w: &mut W, bracket: &[u8]) -> io::Result<()> {
+        self.depth = self.depth.saturating_sub(1);
+        if self.has_value {
+            self.line(w, true)?;
+        }
+        w.write_all(bracket)
+    }
+}
+
+impl serde_json::ser::Formatter for Nested {
+    fn begin_array<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.depth += 1;
+        self.has_value = false;
+        w.write_all(b"[")
+    }
+
+    fn end_array<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.close(w, b"]")
+    }
+
+    fn begin_array_value<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
+        self.line(w, first)
+    }
+
+    fn end_array_value<W: ?Sized + Write>(&mut self, _w: &mut W) -> io::Result<()> {
+        self.has_value = true;
+        Ok(())
+    }
+
+    fn begin_object<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.depth += 1;
+        self.has_value = false;
+        w.write_all(b"{")
+    }
+
+    fn end_object<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.close(w, b"}")
+    }
+
+    fn begin_object_key<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
+        self.line(w, first)
+    }
+
+    fn begin_object_value<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        w.write_all(b": ")
+    }
+
+    fn end_object_value<W: ?Sized + Write>(&mut self, _w: &mut W) -> io::Result<()> {
+        self.has_value = true;
+        Ok(())
     }
 }
 
@@ -195,3 +324,32 @@ fn progress_bar(progress: &Progress, done: &AtomicBool, started: Instant) {
 }
 
 pub use tensorscope::text::{display_name, group_digits};
+
+#[cfg(test)]
+mod tests {
+    use super::pretty_at;
+
+    /// A value written `depth` levels in is, once every later line loses
+    /// `depth` indents, exactly what `serde_json` pretty-prints.
+    #[test]
+    fn nested_pretty_json_is_serde_json_pretty_indented() {
+        let value = serde_json::json!({
+            "a": [1, 2.5, {"b": [], "c": {}}, [[]], null],
+            "name": "x\u{200b}\"y",
+            "empty": [],
+            "nested": {"deep": [{"k": [true, false]}]}
+        });
+        let whole = serde_json::to_string_pretty(&value).expect("json");
+        for depth in [0, 1, 2, 5, 40] {
+            let mut buf = Vec::new();
+            pretty_at(&mut buf, &value, depth).expect("json");
+            let text = String::from_utf8(buf).expect("utf-8");
+            let pad = " ".repeat(2 * depth);
+            let expected = whole.replace('\n', &format!("\n{pad}"));
+            assert_eq!(text, expected, "depth {depth}");
+        }
+        let mut buf = Vec::new();
+        pretty_at(&mut buf, &[0u8; 0], 3).expect("json");
+        assert_eq!(buf, b"[]");
+    }
+}

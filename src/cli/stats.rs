@@ -13,7 +13,8 @@ use clap::Args;
 use serde::Serialize;
 
 use super::output::{
-    ErrorDoc, Output, display_name, group_digits, path_string, report_error, with_progress_bar,
+    ErrorDoc, Output, display_name, group_digits, path_string, pretty_at, report_error,
+    with_progress_bar,
 };
 use super::{Common, EXIT_ERROR, EXIT_NO, EXIT_OK};
 use tensorscope::format::{Checkpoint, TensorRef};
@@ -240,6 +241,8 @@ struct Streamed {
     bins: u64,
     /// Tensors written so far.
     written: usize,
+    /// The JSON of the tensor being written, kept for the next one.
+    buf: Vec<u8>,
 }
 
 impl Streamed {
@@ -249,6 +252,7 @@ impl Streamed {
             path,
             bins,
             written: 0,
+            buf: Vec::new(),
         }
     }
 
@@ -297,31 +301,36 @@ impl Streamed {
     }
 
     fn json_item<T: Serialize>(&mut self, out: &mut Output, t: &T) {
-        let mut s = if self.written == 0 {
-            self.head()
+        let mut buf = std::mem::take(&mut self.buf);
+        buf.clear();
+        if self.written == 0 {
+            buf.extend_from_slice(self.head().as_bytes());
         } else {
-            String::from(",")
-        };
-        s.push('\n');
-        s.push_str(&indented(
-            &serde_json::to_string_pretty(t).unwrap_or_default(),
-            "    ",
-        ));
-        out.text(&s);
+            buf.push(b',');
+        }
+        buf.extend_from_slice(b"\n    ");
+        if let Err(e) = pretty_at(&mut buf, t, 2) {
+            eprintln!("tensorscope: cannot encode JSON: {e}");
+        }
+        out.bytes(&buf);
+        self.buf = buf;
         self.written += 1;
     }
 
     /// The rest of the document after the tensors: `key` and its value.
-    fn close(&self, key: &str, value: &str) -> String {
+    fn close<T: Serialize>(&self, key: &str, value: &T) -> Vec<u8> {
         let mut s = if self.written == 0 {
             format!("{}]", self.head())
         } else {
             String::from("\n  ]")
         };
         let _ = write!(s, ",\n  \"{key}\": ");
-        s.push_str(indented(value, "  ").trim_start());
-        s.push_str("\n}\n");
-        s
+        let mut buf = s.into_bytes();
+        if let Err(e) = pretty_at(&mut buf, value, 1) {
+            eprintln!("tensorscope: cannot encode JSON: {e}");
+        }
+        buf.extend_from_slice(b"\n}\n");
+        buf
     }
 
     fn finish(
@@ -339,12 +348,11 @@ impl Streamed {
                 summary: &'a Summary,
                 fail_on: &'a FailOnDoc,
             }
-            let value = match verdict {
-                Some(fail_on) => serde_json::to_string_pretty(&WithVerdict { summary, fail_on }),
-                None => serde_json::to_string_pretty(summary),
-            }
-            .unwrap_or_default();
-            out.text(&self.close("summary", &value));
+            let doc = match verdict {
+                Some(fail_on) => self.close("summary", &WithVerdict { summary, fail_on }),
+                None => self.close("summary", summary),
+            };
+            out.bytes(&doc);
         } else {
             let mut text = summary_text(summary, elapsed);
             if let Some(v) = verdict {
@@ -372,25 +380,11 @@ impl Streamed {
     /// Ends a document already under way with `error` (exit code 2).
     fn fail(self, out: &mut Output, error: &ErrorDoc) -> i32 {
         if self.json {
-            let value = serde_json::to_string_pretty(error).unwrap_or_default();
-            out.text(&self.close("error", &value));
+            out.bytes(&self.close("error", error));
         }
         eprintln!("tensorscope: {}", error.message);
         EXIT_ERROR
     }
-}
-
-/// Every line of `text` with `prefix` in front (nested pretty JSON).
-fn indented(text: &str, prefix: &str) -> String {
-    let mut s = String::with_capacity(text.len() + text.len() / 8);
-    for (i, line) in text.lines().enumerate() {
-        if i > 0 {
-            s.push('\n');
-        }
-        s.push_str(prefix);
-        s.push_str(line);
-    }
-    s
 }
 
 /// The tensors to scan, in file order: all of them, or those named by
@@ -683,6 +677,7 @@ mod tests {
             doc.tensor(&mut out, t);
         }
         doc.finish(&mut out, summary, None, Duration::from_millis(1));
+        assert!(!out.failed(), "flushed");
         let bytes = sink.0.borrow().clone();
         String::from_utf8(bytes).expect("UTF-8")
     }
@@ -754,6 +749,7 @@ mod tests {
             path: Some("m".into()),
         };
         assert_eq!(doc.fail(&mut out, &error), EXIT_ERROR);
+        assert!(!out.failed(), "flushed");
         let bytes = sink.0.borrow().clone();
         let v: serde_json::Value = serde_json::from_slice(&bytes).expect("one document");
         assert_eq!(v["tensors"].as_array().map(Vec::len), Some(2));

@@ -84,18 +84,21 @@ impl FloatBins {
         let halve = !range.is_finite();
         let mut edges = Vec::with_capacity(bins + 1);
         edges.push(min);
-        for i in 1..bins {
-            let t = i as f64;
-            let e = if halve {
+        if halve {
+            for i in 1..bins {
                 // min < 0 < max here, so neither product can overflow.
-                let f = t / n;
-                min * (1.0 - f) + max * f
-            } else {
-                min + t * (range / n)
-            };
-            let previous = edges.last().copied().unwrap_or(min);
-            // max/min rather than clamp: no panic whatever the inputs.
-            edges.push(e.max(previous).min(max));
+                let f = i as f64 / n;
+                let e = min * (1.0 - f) + max * f;
+                let previous = edges.last().copied().unwrap_or(min);
+                // max/min rather than clamp: no panic whatever the inputs.
+                edges.push(e.max(previous).min(max));
+            }
+        } else {
+            // Rounding is monotone, so `min + t·step` never decreases with
+            // `t` and is at least `min`: no running maximum is needed (it
+            // would make each edge wait for the one before).
+            let step = range / n;
+            edges.extend((1..bins).map(|i| (min + i as f64 * step).min(max)));
         }
         edges.push(max);
         let scale = if halve {

@@ -142,7 +142,8 @@ impl Nested {
     fn line<W: ?Sized + Write>(&self, w: &mut W, first: bool) -> io::Result<()> {
         /// A separator and a line break, then enough spaces for one write at
         /// any usual depth: one write an element, not three.
-        const LINE: &[u8; 66] = b",\n                                                                ";
+        const LINE: &[u8; 66] =
+            b",\n                                                                ";
         let start = usize::from(first);
         let mut n = self.depth * 2;
         let k = n.min(LINE.len() - 2);

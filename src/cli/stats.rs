@@ -514,6 +514,15 @@ fn values_text(s: &mut String, v: &ValueStats, indent: &str) {
         float(v.abs_mean),
         float(v.l2_norm)
     );
+    if v.outliers_6sigma.is_some() || v.max_abs_over_std.is_some() {
+        let _ = writeln!(
+            s,
+            "{indent}beyond 6σ {}  max|x|/σ {}",
+            v.outliers_6sigma
+                .map_or_else(|| "-".to_owned(), group_digits),
+            float(v.max_abs_over_std)
+        );
+    }
     if let Some(q) = &v.quantiles {
         let parts: Vec<String> = QUANTILES
             .iter()

@@ -47,6 +47,10 @@ pub enum Column {
     Std,
     /// Scanned NaN + Inf count.
     NonFinite,
+    /// Scanned count of values beyond 6σ of the mean.
+    Outliers,
+    /// Scanned max|x| / std.
+    MaxOverStd,
 }
 
 /// Which way a column sorts; ties always fall back to natural name order.
@@ -69,6 +73,10 @@ pub struct ScanFigures {
     pub std: Option<f64>,
     /// NaN + ±Inf count.
     pub non_finite: u64,
+    /// Finite values beyond 6σ of the mean (`None` without a std).
+    pub outliers: Option<u64>,
+    /// max|x| / std (`None` when std is 0 or not defined).
+    pub max_abs_over_std: Option<f64>,
 }
 
 /// Compares strings in natural order: digit runs compare as numbers, so
@@ -292,12 +300,19 @@ pub fn visible_rows(
             Column::Offsets => (ck.tensors()[a].shard(), infos[a].data_offsets())
                 .cmp(&(ck.tensors()[b].shard(), infos[b].data_offsets())),
             Column::Shard => ck.tensors()[a].shard().cmp(&ck.tensors()[b].shard()),
-            Column::Min | Column::Max | Column::Std | Column::NonFinite => {
+            Column::Min
+            | Column::Max
+            | Column::Std
+            | Column::NonFinite
+            | Column::Outliers
+            | Column::MaxOverStd => {
                 let pick = |i: usize| {
                     scan(i).map(|s| match column {
                         Column::Min => key_f64(s.min),
                         Column::Max => key_f64(s.max),
                         Column::Std => key_f64(s.std),
+                        Column::Outliers => s.outliers.map_or(f64::NAN, |o| o as f64),
+                        Column::MaxOverStd => key_f64(s.max_abs_over_std),
                         _ => s.non_finite as f64,
                     })
                 };

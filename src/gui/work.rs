@@ -75,10 +75,12 @@ fn figures_of(v: &stats::ValueStats) -> ScanFigures {
         max: v.max.map(Scalar::to_f64),
         std: v.std,
         non_finite: v.nan + v.pos_inf + v.neg_inf,
+        outliers: v.outliers_6sigma,
+        max_abs_over_std: v.max_abs_over_std,
     }
 }
 
-/// Range, moments and NaN/Inf counts of every tensor, in batches whose
+/// Range, moments, NaN/Inf and 6σ counts of every tensor, in batches whose
 /// figures go to `live` as each ends.
 pub fn scan(
     ck: &Checkpoint,
@@ -88,7 +90,7 @@ pub fn scan(
     progress: &Progress,
 ) -> Result<(), StatsError> {
     let options = StatsOptions {
-        detail: Detail::MomentsOnly,
+        detail: Detail::Outliers,
         ..StatsOptions::default()
     };
     let total: u64 = ck

@@ -11,8 +11,9 @@
 use super::bins::{FloatBins, IntBins, QUANTILES, exponent_f64, nearest_rank};
 use super::kernel::{count_bytes, count_f6, count_u16};
 use super::moments::Moments;
+use super::report::Sigma6;
 use super::{
-    CHUNK_BYTES, CodeHistogram, Histogram, Quantiles, Scalar, StatsOptions, ValueStats,
+    CHUNK_BYTES, CodeHistogram, Detail, Histogram, Quantiles, Scalar, StatsOptions, ValueStats,
     empty_histogram, is_integer, log2_histogram, par_chunks, smallest_normal,
 };
 use crate::dtype::Dtype;
@@ -351,8 +352,12 @@ fn derive(dtype: Dtype, sorted: &[(u32, u64)], options: &StatsOptions) -> ValueS
         true_count: (dtype == Dtype::Bool).then(|| count - zeros),
         ..ValueStats::from_moments(count, &moments)
     };
+    if options.detail != Detail::MomentsOnly {
+        stats.outliers_6sigma =
+            Sigma6::of(&stats).map(|s| s.count(entries.iter().map(|e| (e.value, e.count))));
+    }
     if !options.full() {
-        return stats;
+        return stats.with_ratio();
     }
     // Quantiles: walk the cumulative counts.
     let mut q = [None; 9];
@@ -416,7 +421,7 @@ fn derive(dtype: Dtype, sorted: &[(u32, u64)], options: &StatsOptions) -> ValueS
     {
         stats.code_histogram = Some(code_histogram(table, &entries));
     }
-    stats
+    stats.with_ratio()
 }
 
 /// One bin per representable finite value (±0 merged), ascending.

@@ -18,12 +18,13 @@ pub(crate) use views::{C64Abs, C64Part, F32View, F64View, FloatLane, HalfView, V
 
 use super::bins::FloatBins;
 use super::kernel::{self, Wide};
-use super::kernel::{BLOCK, Specials, exponents_f32};
+use super::kernel::{BLOCK, Lane, Specials, exponents_f32};
 use super::moments::Moments;
 use super::refine::bins_of_quantiles;
+use super::report::Sigma6;
 use super::simd::{block_wide, histogram_block, histogram_f32};
 use super::{
-    CHUNK_BYTES, Histogram, QuantileMode, Quantiles, Scalar, StatsOptions, ValueStats,
+    CHUNK_BYTES, Detail, Histogram, QuantileMode, Quantiles, Scalar, StatsOptions, ValueStats,
     empty_histogram, par_chunks,
 };
 use crate::jobs::{CancelToken, Cancelled, Progress};
@@ -149,6 +150,18 @@ fn histogram_counts<V: View>(view: &V, range: Range<u64>, bins: &FloatBins, acc:
     }
 }
 
+/// The finite values of `range` beyond 6σ.
+fn count_beyond<V: View>(view: &V, range: Range<u64>, sigma: Sigma6) -> u64 {
+    let mut n = 0u64;
+    for_each_block(view, range, |vals| {
+        n += vals
+            .iter()
+            .filter(|x| x.finite() && sigma.beyond(x.to_f64()))
+            .count() as u64;
+    });
+    n
+}
+
 /// Statistics of a float view.
 pub(crate) fn stats<V: View>(
     view: &V,
@@ -158,7 +171,28 @@ pub(crate) fn stats<V: View>(
 ) -> Result<ValueStats, Cancelled> {
     let full = options.full();
     if !full {
-        return Ok(moments_pass(view, cancel, progress)?.value_stats(view.len()));
+        let mut stats = moments_pass(view, cancel, progress)?.value_stats(view.len());
+        if options.detail == Detail::Outliers
+            && let Some(sigma) = Sigma6::of(&stats)
+        {
+            let chunk = (CHUNK_BYTES / view.element_bytes()).max(1);
+            let beyond = par_chunks(
+                view.len(),
+                chunk,
+                cancel,
+                || 0u64,
+                |acc, range| {
+                    let bytes = (range.end - range.start) * view.element_bytes();
+                    *acc += count_beyond(view, range, sigma);
+                    progress.add(bytes);
+                },
+                |a, b| a + b,
+            )?;
+            stats.outliers_6sigma = Some(beyond);
+        } else if options.detail == Detail::Outliers {
+            progress.add(view.len() * view.element_bytes());
+        }
+        return Ok(stats);
     }
     if options.quantiles == QuantileMode::Exact {
         return exact::stats(view, options, cancel, progress);
@@ -203,23 +237,28 @@ pub(crate) fn stats<V: View>(
     }
     let bins = FloatBins::new(sp.min, sp.max, options.bins());
     let len = bins.len();
-    let counts = par_chunks(
+    let sigma = Sigma6::of(&stats);
+    let (counts, outliers) = par_chunks(
         n,
         chunk,
         cancel,
-        || vec![0u64; len],
-        |acc, range| {
+        || (vec![0u64; len], 0u64),
+        |(acc, outliers), range| {
             let bytes = (range.end - range.start) * view.element_bytes();
-            histogram_counts(view, range, &bins, acc);
+            histogram_counts(view, range.clone(), &bins, acc);
+            if let Some(s) = sigma {
+                *outliers += count_beyond(view, range, s);
+            }
             progress.add(bytes);
         },
-        |mut a, b| {
+        |(mut a, oa), (b, ob)| {
             for (x, y) in a.iter_mut().zip(&b) {
                 *x += y;
             }
-            a
+            (a, oa + ob)
         },
     )?;
+    stats.outliers_6sigma = sigma.map(|_| outliers);
     let edges = bins.edges();
     let mut q = [None; 9];
     let mut error = 0f64;

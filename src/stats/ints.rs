@@ -12,8 +12,9 @@ use super::bins::IntBins;
 use super::kernel::{self, BLOCK, Specials, block_f64};
 use super::moments::Moments;
 use super::refine::{KeySource, Target, bins_of_quantiles, refine};
+use super::report::Sigma6;
 use super::{
-    CHUNK_BYTES, Histogram, Quantiles, Scalar, StatsOptions, ValueStats, empty_histogram,
+    CHUNK_BYTES, Detail, Histogram, Quantiles, Scalar, StatsOptions, ValueStats, empty_histogram,
     log2_histogram, par_chunks,
 };
 use crate::dtype::{Dtype, DtypeKind};
@@ -120,6 +121,38 @@ struct Pass1 {
     exponents: [u64; 65],
 }
 
+/// How many of the values of `keys` lie beyond 6σ.
+fn beyond(view: &IntView<'_>, keys: &[u64], sigma: Sigma6) -> u64 {
+    keys.iter()
+        .filter(|&&k| sigma.beyond(view.value(k) as f64))
+        .count() as u64
+}
+
+/// The values beyond 6σ, in a pass of their own (0 without `sigma`, whose
+/// pass still reports its bytes).
+fn outliers_pass(
+    view: &IntView<'_>,
+    chunk: u64,
+    sigma: Option<Sigma6>,
+    cancel: &CancelToken,
+    progress: &Progress,
+) -> Result<u64, Cancelled> {
+    par_chunks(
+        view.len(),
+        chunk,
+        cancel,
+        || 0u64,
+        |acc, range| {
+            let bytes = (range.end - range.start) * view.size as u64;
+            if let Some(s) = sigma {
+                view.for_each_block(range, |keys| *acc += beyond(view, keys, s));
+            }
+            progress.add(bytes);
+        },
+        |a, b| a + b,
+    )
+}
+
 /// Statistics of an integer tensor of 32 or 64 bits.
 pub(crate) fn stats(
     dtype: Dtype,
@@ -198,6 +231,11 @@ pub(crate) fn stats(
         ..ValueStats::from_moments(n, &p1.moments)
     };
     if !full {
+        if options.detail == Detail::Outliers {
+            let sigma = Sigma6::of(&stats);
+            let beyond = outliers_pass(&view, chunk, sigma, cancel, progress)?;
+            stats.outliers_6sigma = sigma.map(|_| beyond);
+        }
         return Ok(stats);
     }
     // Bit length b ≥ 1 means 2^(b−1) ≤ |x| < 2^b.
@@ -216,12 +254,13 @@ pub(crate) fn stats(
     let bins = IntBins::new(min, max, options.bins());
     let len = bins.len();
     let min_key = p1.min_key;
-    let counts = par_chunks(
+    let sigma = Sigma6::of(&stats);
+    let (counts, outliers) = par_chunks(
         n,
         chunk,
         cancel,
-        || vec![0u64; len],
-        |acc, range| {
+        || (vec![0u64; len], 0u64),
+        |(acc, outliers), range| {
             let bytes = (range.end - range.start) * element_bytes;
             view.for_each_block(range, |keys| {
                 for &k in keys {
@@ -230,16 +269,20 @@ pub(crate) fn stats(
                         *slot += 1;
                     }
                 }
+                if let Some(s) = sigma {
+                    *outliers += beyond(&view, keys, s);
+                }
             });
             progress.add(bytes);
         },
-        |mut a, b| {
+        |(mut a, oa), (b, ob)| {
             for (x, y) in a.iter_mut().zip(&b) {
                 *x += y;
             }
-            a
+            (a, oa + ob)
         },
     )?;
+    stats.outliers_6sigma = sigma.map(|_| outliers);
     let mut targets = Vec::new();
     let mut slots = Vec::new();
     for (i, loc) in bins_of_quantiles(&counts, n).iter().enumerate() {

@@ -74,6 +74,9 @@ pub enum Detail {
     /// Counts, range and moments only: no histogram, no quantiles (one pass
     /// over the data for every dtype).
     MomentsOnly,
+    /// [`Detail::MomentsOnly`] and the count of values beyond 6σ: a second
+    /// pass for the dtypes not counted by code (the explorer's scan).
+    Outliers,
 }
 
 /// How F32, F64 and C64 quantiles are found (every other dtype's are
@@ -150,14 +153,17 @@ impl From<Cancelled> for StatsError {
 }
 
 /// Progress units (bytes read) that [`stats_of`] reports for a tensor of
-/// `nbytes` bytes: one pass for dtypes of 16 bits or fewer, two for the
-/// others with [`Detail::Full`], three times that for C64 (real part,
+/// `nbytes` bytes: one pass with [`Detail::MomentsOnly`] and for the dtypes
+/// counted by code (16 bits or fewer; F16 and BF16 only with
+/// [`Detail::Full`]), two for the others, three times that for C64 (real part,
 /// imaginary part, magnitude). Exact-quantile passes are not counted.
 pub fn planned_work(dtype: Dtype, nbytes: u64, options: &StatsOptions) -> u64 {
-    let passes = if dtype.bits() <= 16 || !options.full() {
-        1
-    } else {
-        2
+    let by_code =
+        dtype.bits() <= 16 && (options.full() || !matches!(dtype, Dtype::F16 | Dtype::BF16));
+    let passes = match options.detail {
+        Detail::MomentsOnly => 1,
+        _ if by_code => 1,
+        _ => 2,
     };
     let views = if dtype == Dtype::C64 { 3 } else { 1 };
     nbytes.saturating_mul(passes * views)
@@ -223,9 +229,9 @@ pub fn stats_of(
         dtype,
         shape: info.shape().to_vec(),
         shard: None,
-        values,
-        real,
-        imag,
+        values: values.with_ratio(),
+        real: real.map(|r| Box::new(r.with_ratio())),
+        imag: imag.map(|i| Box::new(i.with_ratio())),
         quant: None,
     })
 }

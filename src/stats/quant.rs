@@ -143,7 +143,7 @@ pub fn logical_stats(
             codes,
         ),
         None => (
-            float::stats(&DequantView(&dq), options, cancel, progress)?,
+            float::stats(&DequantView(&dq), options, cancel, progress)?.with_ratio(),
             code_counts(&dq, cancel, progress)?,
         ),
     };

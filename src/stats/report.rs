@@ -157,6 +157,14 @@ pub struct ValueStats {
     pub abs_mean: Option<f64>,
     /// sqrt(Σx²) over the finite values.
     pub l2_norm: Option<f64>,
+    /// Finite values with |x − mean| > 6·std (computed in f64 with the
+    /// reported mean and std). `None` without a mean and std, and with
+    /// [`Detail::MomentsOnly`](super::Detail::MomentsOnly), whose one pass
+    /// cannot know the mean beforehand.
+    pub outliers_6sigma: Option<u64>,
+    /// max(|min|, |max|) / std: how far the largest magnitude lies out, in
+    /// standard deviations. `None` when std is 0 or not defined.
+    pub max_abs_over_std: Option<f64>,
     /// Nearest-rank quantiles (`None` with [`Detail::MomentsOnly`](super::Detail::MomentsOnly)).
     pub quantiles: Option<Quantiles>,
     /// Bound on |reported − exact| when the quantiles are not exact.
@@ -195,6 +203,8 @@ impl ValueStats {
             std: figures.and_then(|f| finite(f.std)),
             abs_mean: figures.and_then(|f| finite(f.abs_mean)),
             l2_norm: figures.and_then(|f| finite(f.l2_norm)),
+            outliers_6sigma: None,
+            max_abs_over_std: None,
             quantiles: None,
             quantile_error: None,
             histogram: None,
@@ -202,6 +212,63 @@ impl ValueStats {
             code_histogram: None,
             true_count: None,
         }
+    }
+
+    /// Sets [`ValueStats::max_abs_over_std`] from the range and std.
+    pub(crate) fn with_ratio(mut self) -> Self {
+        self.max_abs_over_std = match (self.min, self.max, self.std) {
+            (Some(lo), Some(hi), Some(std)) if std > 0.0 => {
+                finite(lo.to_f64().abs().max(hi.to_f64().abs()) / std)
+            }
+            _ => None,
+        };
+        self
+    }
+}
+
+/// The test of [`ValueStats::outliers_6sigma`]: |x − mean| > 6·std.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Sigma6 {
+    mean: f64,
+    limit: f64,
+}
+
+impl Sigma6 {
+    /// The test for the mean and std of `v`, when it has both.
+    pub(crate) fn of(v: &ValueStats) -> Option<Self> {
+        Some(Self {
+            mean: v.mean?,
+            limit: 6.0 * v.std?,
+        })
+    }
+
+    /// Whether `x` lies beyond 6 standard deviations of the mean.
+    #[inline]
+    pub(crate) fn beyond(self, x: f64) -> bool {
+        (x - self.mean).abs() > self.limit
+    }
+
+    /// For values that all lie in `[lo, hi]`: `Some(true)` when every one is
+    /// beyond, `Some(false)` when none is, `None` when only a test of each
+    /// tells. (`x − mean` rounds monotonically, so |x − mean| never
+    /// decreases away from the mean on either side.)
+    pub(crate) fn span(self, lo: f64, hi: f64) -> Option<bool> {
+        let (a, b) = (self.beyond(lo), self.beyond(hi));
+        let same_side = (lo < self.mean) == (hi < self.mean);
+        match (a, b) {
+            (false, false) => Some(false),
+            (true, true) if same_side => Some(true),
+            _ => None,
+        }
+    }
+
+    /// How many of the `(value, count)` pairs lie beyond.
+    pub(crate) fn count(self, values: impl IntoIterator<Item = (f64, u64)>) -> u64 {
+        values
+            .into_iter()
+            .filter(|&(x, _)| self.beyond(x))
+            .map(|(_, c)| c)
+            .sum()
     }
 }
 

@@ -201,6 +201,15 @@ fn figures_ui(ui: &mut egui::Ui, id: &str, v: &ValueStats) {
             pair(ui, "mean |x|", fmt_opt(v.abs_mean), false);
             pair(ui, "L2 norm", fmt_opt(v.l2_norm), false);
             ui.end_row();
+            pair(
+                ui,
+                "beyond 6σ",
+                v.outliers_6sigma
+                    .map_or_else(|| "—".to_owned(), |n| n.to_string()),
+                false,
+            );
+            pair(ui, "max|x| / σ", fmt_opt(v.max_abs_over_std), false);
+            ui.end_row();
             if let Some(t) = v.true_count {
                 pair(ui, "true", t.to_string(), false);
                 pair(ui, "false", v.count.saturating_sub(t).to_string(), false);

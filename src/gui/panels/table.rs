@@ -141,6 +141,8 @@ fn columns(scanned: bool, sharded: bool) -> Vec<(Column, &'static str)> {
             (Column::Max, "Max"),
             (Column::Std, "Std"),
             (Column::NonFinite, "NaN/Inf"),
+            (Column::Outliers, ">6σ"),
+            (Column::MaxOverStd, "max|x|/σ"),
         ]);
     }
     columns.push((Column::Offsets, "Offsets"));
@@ -422,7 +424,8 @@ impl Cells<'_> {
     }
 }
 
-/// Min, Max, Std and NaN/Inf of a row: `…` until the scan reaches it.
+/// Min, Max, Std, NaN/Inf, values beyond 6σ and max|x|/σ of a row: `…`
+/// until the scan reaches it.
 fn scan_cells_ui(row: &mut egui_extras::TableRow<'_, '_>, figures: Option<ScanFigures>) {
     let text = |v: Option<f64>| match figures {
         None => "…".to_owned(),
@@ -440,6 +443,16 @@ fn scan_cells_ui(row: &mut egui_extras::TableRow<'_, '_>, figures: Option<ScanFi
         } else {
             ui.label(if figures.is_some() { "0" } else { "…" });
         }
+    });
+    row.col(|ui| {
+        ui.label(match (figures, s.outliers) {
+            (None, _) => "…".to_owned(),
+            (Some(_), Some(n)) => n.to_string(),
+            (Some(_), None) => "—".to_owned(),
+        });
+    });
+    row.col(|ui| {
+        ui.label(text(s.max_abs_over_std));
     });
 }
 

@@ -32,6 +32,7 @@ use crate::stats::kernel::{
     BLOCK, BUCKETS, Lane, MARK_WORDS, PREFIX_BITS, Wide, count_prefixes_keys, for_each_marked_key,
 };
 use crate::stats::refine::{KeySource, Target, refine};
+use crate::stats::report::Sigma6;
 use crate::stats::simd::{block_wide, count_prefixes_f32, for_each_marked_f32};
 use crate::stats::{
     Histogram, Quantiles, Scalar, StatsOptions, ValueStats, empty_histogram, log2_histogram,
@@ -215,6 +216,10 @@ pub(crate) fn stats<V: View>(
     let mut stats = totals.value_stats(n);
     let finite = stats.finite;
     let sp = totals.specials;
+    // Outliers: counted by bucket, but for the buckets a threshold cuts.
+    let sigma = Sigma6::of(&stats);
+    let mut outliers = 0u64;
+    let mut cut: Vec<u32> = Vec::new();
     // The buckets in key order: exponent fields, linear bins of the buckets
     // inside one bin, the buckets beside an edge, and the quantiles' buckets.
     let low = low_bits::<V::T>();
@@ -246,6 +251,13 @@ pub(crate) fn stats<V: View>(
         }
         if let Some(slot) = fields.get_mut(field) {
             *slot += c;
+        }
+        if let Some(s) = sigma {
+            match s.span(lo.to_f64(), hi.to_f64()) {
+                Some(true) => outliers += c,
+                Some(false) => {}
+                None => cut.push(p as u32),
+            }
         }
         if let Some(bins) = &bins {
             let b_lo = bins.bin_of(lo.to_f64().max(sp.min));
@@ -300,18 +312,18 @@ pub(crate) fn stats<V: View>(
     if bin_all {
         straddling.clear();
     }
-    let marked = Marked::new::<V::T>(&straddling, &kept, &bins, sp.min, sp.max);
+    let marked = Marked::new::<V::T>(&straddling, &kept, &cut, &bins, sp.min, sp.max);
     let Ok(marks) = <&[u64; MARK_WORDS]>::try_from(marked.words.as_slice()) else {
         return Ok(stats);
     };
     // Pass 2.
     let len = bins.len();
-    let (extra, members) = par_chunks(
+    let (extra, members, beyond) = par_chunks(
         n,
         chunk,
         cancel,
-        || (vec![0u64; len], vec![Vec::<u64>::new(); kept.len()]),
-        |(extra, members), range| {
+        || (vec![0u64; len], vec![Vec::<u64>::new(); kept.len()], 0u64),
+        |(extra, members, beyond), range| {
             let bytes = (range.end - range.start) * view.element_bytes();
             if bin_all {
                 histogram_counts(view, range.clone(), &bins, extra);
@@ -333,6 +345,9 @@ pub(crate) fn stats<V: View>(
                 if let Some(list) = members.get_mut(e.kept as usize) {
                     list.push(key);
                 }
+                if e.cut && sigma.is_some_and(|s| s.beyond(V::T::from_key(key).to_f64())) {
+                    *beyond += 1;
+                }
             };
             if let Some((Wide::F32, raw)) = view.raw(range.clone()) {
                 for_each_marked_f32(raw, marks, &mut hit);
@@ -348,16 +363,17 @@ pub(crate) fn stats<V: View>(
             }
             progress.add(bytes);
         },
-        |(mut a, mut ma), (b, mb)| {
+        |(mut a, mut ma, oa), (b, mb, ob)| {
             for (x, y) in a.iter_mut().zip(&b) {
                 *x += y;
             }
             for (x, y) in ma.iter_mut().zip(mb) {
                 x.extend(y);
             }
-            (a, ma)
+            (a, ma, oa + ob)
         },
     )?;
+    stats.outliers_6sigma = sigma.map(|_| outliers + beyond);
     if bin_all {
         linear = extra;
     } else {
@@ -439,19 +455,22 @@ struct MarkedBucket {
     steps: [u64; 2],
     /// Index of the kept list of a quantile's bucket (`u32::MAX`: none).
     kept: u32,
+    /// Whether a 6σ threshold cuts the bucket: its values are tested here.
+    cut: bool,
 }
 
 impl Marked {
-    /// `straddling` and `kept` are sorted bucket indices.
+    /// `straddling`, `kept` and `cut` are sorted bucket indices.
     fn new<T: FloatLane>(
         straddling: &[u32],
         kept: &[u32],
+        cut: &[u32],
         bins: &FloatBins,
         min: f64,
         max: f64,
     ) -> Self {
         let low = low_bits::<T>();
-        let mut all: Vec<u32> = straddling.iter().chain(kept).copied().collect();
+        let mut all: Vec<u32> = straddling.iter().chain(kept).chain(cut).copied().collect();
         all.sort_unstable();
         all.dedup();
         let mut words = vec![0u64; MARK_WORDS];
@@ -497,6 +516,7 @@ impl Marked {
                     base,
                     steps,
                     kept: kept.binary_search(&p).map_or(u32::MAX, |i| i as u32),
+                    cut: cut.binary_search(&p).is_ok(),
                 }
             })
             .collect();
@@ -568,6 +588,11 @@ fn small<V: View>(
     });
     progress.add(n * view.element_bytes());
     keys.sort_unstable();
+    stats.outliers_6sigma = Sigma6::of(&stats).map(|s| {
+        keys.iter()
+            .filter(|&&k| s.beyond(V::T::from_key(k).to_f64()))
+            .count() as u64
+    });
     let tiny = view.smallest_normal();
     let mut fields = vec![0u64; V::T::MAX_FIELD + 1];
     for &k in &keys {

@@ -52,6 +52,8 @@ fn cli_stats_json_and_exit_codes() {
         "std",
         "abs_mean",
         "l2_norm",
+        "outliers_6sigma",
+        "max_abs_over_std",
         "quantiles",
         "histogram",
         "log2_histogram",

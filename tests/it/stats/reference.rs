@@ -220,6 +220,19 @@ pub(super) fn check_moments(what: &str, vs: &ValueStats, rf: &Reference) {
         rf.l2,
         1e-12 * rf.l2.abs() + 1e-300,
     );
+    // max|x| / std.
+    match (rf.sorted.first(), rf.sorted.last()) {
+        (Some(lo), Some(hi)) if rf.std > 0.0 => {
+            let want = lo.abs().max(hi.abs()) / rf.std;
+            close(
+                &format!("{what}: max_abs_over_std"),
+                vs.max_abs_over_std,
+                want,
+                1e-9 * want,
+            );
+        }
+        _ => assert_eq!(vs.max_abs_over_std, None, "{what}: max_abs_over_std"),
+    }
 }
 
 /// The quantiles and histograms of `v` against `r`.
@@ -231,6 +244,18 @@ fn check_distribution(
     exact_quantiles: bool,
     integer: bool,
 ) {
+    // Outliers: |x − mean| > 6·std, with the mean and std reported (and
+    // checked above), each value tested in f64.
+    let outliers = match (vs.mean, vs.std) {
+        (Some(mean), Some(std)) => Some(
+            rf.sorted
+                .iter()
+                .filter(|&&x| (x - mean).abs() > 6.0 * std)
+                .count() as u64,
+        ),
+        _ => None,
+    };
+    assert_eq!(vs.outliers_6sigma, outliers, "{what}: outliers_6sigma");
     // Quantiles: the value at rank ⌈quantiles·n⌉.
     let quantiles = vs.quantiles.expect("quantiles");
     for (i, (name, permille)) in QUANTILES.iter().enumerate() {

@@ -106,3 +106,84 @@ fn quantiles_from_the_histogram_are_within_their_bound() {
     let s = stats_of(Dtype::F32, &[30_000], data, &full());
     assert!(s.values.quantile_error.is_none());
 }
+
+/// Heavy tails: many values beyond 6σ and a continuous density across the
+/// thresholds, in every path that counts them (the counted F32 and F64
+/// scans, the sorting one of small tensors, 16-bit codes, integers, the
+/// histogram-quantile mode); each against the f64 reference.
+#[test]
+fn outliers_beyond_six_sigma_in_every_path() {
+    let mut rng = Rng(21);
+    let n = 300_000;
+    let tails: Vec<f64> = (0..n)
+        .map(|_| rng.normal() * 0.02 / rng.uniform().max(1e-4).sqrt())
+        .collect();
+    let f32s = f32_bytes(tails.iter().map(|&x| x as f32));
+    let s = check_tensor(Dtype::F32, &[n], f32s.clone());
+    let beyond = s.values.outliers_6sigma.expect("counted");
+    assert!(beyond > 100, "heavy tails: {beyond} beyond 6σ");
+    assert!(s.values.max_abs_over_std.is_some_and(|r| r > 6.0));
+    check_tensor(Dtype::F32, &[20_000], f32s[..80_000].to_vec());
+    check_tensor(Dtype::F64, &[n], f64_bytes(tails.iter().copied()));
+    let halves: Vec<u8> = tails
+        .iter()
+        .flat_map(|&x| half::f16::from_f64(x).to_le_bytes())
+        .collect();
+    check_tensor(Dtype::F16, &[n], halves);
+    let bhalves: Vec<u8> = tails
+        .iter()
+        .flat_map(|&x| half::bf16::from_f64(x).to_le_bytes())
+        .collect();
+    check_tensor(Dtype::BF16, &[n], bhalves);
+    let i32s: Vec<u8> = tails
+        .iter()
+        .flat_map(|&x| ((x * 1e5) as i32).to_le_bytes())
+        .collect();
+    check_tensor(Dtype::I32, &[n], i32s);
+    let options = StatsOptions {
+        quantiles: QuantileMode::FromHistogram,
+        ..full()
+    };
+    let s = stats_of(Dtype::F32, &[n], f32s.clone(), &options);
+    let r = reference_of(Dtype::F32, &f32s, BitOrder::LsbFirst);
+    check("F32 from histogram", &s.values, &r, 256, false);
+    // One pass cannot know the mean first: no count, the ratio stays.
+    let options = StatsOptions {
+        detail: tensorscope::stats::Detail::MomentsOnly,
+        ..full()
+    };
+    let s = stats_of(Dtype::F32, &[n], f32s.clone(), &options);
+    assert_eq!(s.values.outliers_6sigma, None);
+    assert!(s.values.max_abs_over_std.is_some());
+    // The explorer's scan: moments and the count, without histograms, the
+    // same count as the full scan's in every dtype.
+    let quick = StatsOptions {
+        detail: tensorscope::stats::Detail::Outliers,
+        ..full()
+    };
+    let i32s: Vec<u8> = tails
+        .iter()
+        .flat_map(|&x| ((x * 1e5) as i32).to_le_bytes())
+        .collect();
+    let f16s: Vec<u8> = tails
+        .iter()
+        .flat_map(|&x| half::f16::from_f64(x).to_le_bytes())
+        .collect();
+    let u8s: Vec<u8> = tails.iter().map(|&x| (x * 50.0 + 128.0) as u8).collect();
+    for (dtype, data) in [
+        (Dtype::F32, f32s),
+        (Dtype::F64, f64_bytes(tails.iter().copied())),
+        (Dtype::F16, f16s),
+        (Dtype::I32, i32s),
+        (Dtype::U8, u8s),
+    ] {
+        let a = stats_of(dtype, &[n], data.clone(), &quick);
+        let b = stats_of(dtype, &[n], data, &full());
+        assert!(a.values.histogram.is_none(), "{dtype}");
+        assert_eq!(
+            a.values.outliers_6sigma, b.values.outliers_6sigma,
+            "{dtype}"
+        );
+        assert!(b.values.outliers_6sigma.is_some_and(|o| o > 0), "{dtype}");
+    }
+}

@@ -30,6 +30,8 @@ fn tensor_view_stats_histograms_values_heatmap_and_scan() {
     h.get_by_label("⏴ Back to the quantized weight");
     h.get_by_label("count");
     h.get_by_label("mean");
+    h.get_by_label("beyond 6σ");
+    h.get_by_label("max|x| / σ");
     h.get_by_label("p50");
     // Each histogram draws.
     h.get_by_label("log2 |x|").click();
@@ -62,6 +64,16 @@ fn tensor_view_stats_histograms_values_heatmap_and_scan() {
     h.state_mut().send(Command::SortBy(Column::NonFinite));
     h.run_steps(2);
     h.get_by_label("NaN/Inf ⏷");
+    // The scan also counts values beyond 6σ and gives max|x| / σ.
+    h.get_by_label(">6σ");
+    h.get_by_label("max|x|/σ");
+    h.state_mut().send(Command::SortBy(Column::Outliers));
+    h.run_steps(2);
+    h.get_by_label(">6σ ⏶");
+    h.state_mut().send(Command::SortBy(Column::NonFinite));
+    h.run_steps(2);
+    h.state_mut().send(Command::SortBy(Column::NonFinite));
+    h.run_steps(2);
     // The layer norm with the NaN and the Inf is now the first row.
     let norms = [
         "model.layers.0.input_layernorm.weight",

@@ -77,6 +77,48 @@ pub fn safe_text(s: &str, max_chars: usize) -> String {
     escape(s, max_chars, Style::Label)
 }
 
+/// `s` shortened in the middle with `…` so that its width (the sum of
+/// `width` over its characters) is at most `max`: both ends stay visible
+/// (`model.layers.10…q_proj.weight`), the end a little more of it. `s`
+/// itself when it fits.
+pub fn elide_middle(
+    s: &str,
+    max: f32,
+    mut width: impl FnMut(char) -> f32,
+) -> std::borrow::Cow<'_, str> {
+    let total: f32 = s.chars().map(&mut width).sum();
+    if total <= max {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let budget = (max - width('…')).max(0.0);
+    // The end (the tensor's role) gets 55% of the room, the start the rest
+    // and whatever the end leaves.
+    let chars: Vec<char> = s.chars().collect();
+    let mut tail = 0usize;
+    let mut used = 0.0f32;
+    for &c in chars.iter().rev() {
+        let w = width(c);
+        if used + w > budget * 0.55 {
+            break;
+        }
+        used += w;
+        tail += 1;
+    }
+    let mut head = 0usize;
+    for &c in chars.iter().take(chars.len() - tail) {
+        let w = width(c);
+        if used + w > budget {
+            break;
+        }
+        used += w;
+        head += 1;
+    }
+    let mut out: String = chars.iter().take(head).collect();
+    out.push('…');
+    out.extend(chars.iter().skip(chars.len() - tail));
+    std::borrow::Cow::Owned(out)
+}
+
 /// Like [`safe_text`] but keeps line breaks and tabs.
 pub fn safe_multiline(s: &str, max_chars: usize) -> String {
     escape(s, max_chars, Style::MultilineLabel)
@@ -157,6 +199,21 @@ pub fn fmt_shape(shape: &[u64]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_elide_in_the_middle() {
+        let w = |_: char| 1.0;
+        let name = "model.layers.10.self_attn.q_proj.weight";
+        assert_eq!(elide_middle(name, 100.0, w), name);
+        let short = elide_middle(name, 24.0, w);
+        assert_eq!(short.chars().count(), 24);
+        assert_eq!(short, "model.layer…_proj.weight");
+        assert!(short.contains('…'));
+        // Nothing fits: only the mark; wide characters count their width.
+        assert_eq!(elide_middle(name, 0.5, w), "…");
+        let wide = elide_middle("ab漢字cd", 4.0, |c| if c.is_ascii() { 1.0 } else { 2.0 });
+        assert_eq!(wide, "a…d");
+    }
 
     #[test]
     fn terminal_names_are_escaped() {

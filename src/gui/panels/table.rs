@@ -11,7 +11,7 @@ use crate::gui::command::Command;
 use crate::gui::model::{Column, Direction, KindFilter, QuantRows, ScanFigures, TreeRow};
 use crate::gui::safe_text;
 use crate::gui::state::{SelectMode, Tab, TableState, ViewState};
-use crate::text::{fmt_opt, fmt_shape, human_bytes};
+use crate::text::{elide_middle, fmt_opt, fmt_shape, human_bytes};
 
 /// Draws the filter row and the table.
 pub fn table_panel_ui(
@@ -58,26 +58,35 @@ pub fn table_panel_ui(
     let row_height = ui.text_style_height(&egui::TextStyle::Body) + 6.0;
     let table = &tab.table;
     let scroll_to = view.scroll_to.take();
+    // The Name column starts with the width the other columns leave (at
+    // least 220 points); columns that do not fit scroll sideways, with a
+    // bar that is always drawn.
+    let label_chars = cells.quant.map_or(0, |q| q.label_chars);
+    let widths: Vec<f32> = columns[1..]
+        .iter()
+        .map(|(c, _)| match c {
+            Column::Dtype => (label_chars as f32 * 7.5 + 12.0).clamp(initial_width(*c), 200.0),
+            c => initial_width(*c),
+        })
+        .collect();
+    let spacing = ui.spacing().item_spacing.x;
+    let others: f32 = widths.iter().map(|w| w + spacing).sum();
+    let name_width = (ui.available_width() - others - 16.0).max(220.0);
+    ui.spacing_mut().scroll = egui::style::ScrollStyle::solid();
     egui::ScrollArea::horizontal()
         .id_salt("table_hscroll")
+        .scroll_bar_visibility(egui::scroll_area::ScrollBarVisibility::AlwaysVisible)
         .show(ui, |ui| {
             let mut builder = TableBuilder::new(ui)
-                .id_salt("tensor_table")
+                .id_salt(("tensor_table", columns.len()))
                 .striped(true)
                 .resizable(true)
                 .sense(egui::Sense::click())
                 .cell_layout(egui::Layout::left_to_right(egui::Align::Center))
-                .column(TableColumn::initial(220.0).at_least(120.0).clip(true));
+                .column(TableColumn::initial(name_width).at_least(120.0).clip(true));
             // A scheme's name ("GPTQ int4 g128 act-order") can be longer
             // than a dtype's: the column fits the longest.
-            let label_chars = cells.quant.map_or(0, |q| q.label_chars);
-            for (c, _) in &columns[1..] {
-                let width = match c {
-                    Column::Dtype => {
-                        (label_chars as f32 * 7.5 + 12.0).clamp(initial_width(*c), 200.0)
-                    }
-                    c => initial_width(*c),
-                };
+            for &width in &widths {
                 builder = builder.column(TableColumn::initial(width).at_least(40.0).clip(true));
             }
             if let Some(row) = scroll_to {
@@ -319,12 +328,18 @@ impl Cells<'_> {
             } else {
                 name
             };
-            ui.add(
-                egui::Label::new(safe_text(shown, 300))
-                    .truncate()
-                    .selectable(false),
-            )
-            .on_hover_text(hover);
+            let full = safe_text(shown, 300);
+            // Elided in the middle, so the layer number and the role both
+            // stay in view; the whole name on hover.
+            let font = egui::TextStyle::Body.resolve(ui.style());
+            let room = ui.available_width() - 2.0;
+            let text = ui
+                .ctx()
+                .fonts_mut(|f| elide_middle(&full, room, |c| f.glyph_width(&font, c)).into_owned());
+            // Screen readers (and the UI tests) get the whole name.
+            ui.add(egui::Label::new(text).truncate().selectable(false))
+                .on_hover_text(hover)
+                .widget_info(|| egui::WidgetInfo::labeled(egui::Role::Label, true, full.clone()));
         });
     }
 

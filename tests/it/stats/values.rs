@@ -177,13 +177,16 @@ fn outliers_beyond_six_sigma_in_every_path() {
         (Dtype::I32, i32s),
         (Dtype::U8, u8s),
     ] {
-        let a = stats_of(dtype, &[n], data.clone(), &quick);
-        let b = stats_of(dtype, &[n], data, &full());
-        assert!(a.values.histogram.is_none(), "{dtype}");
+        let fast = stats_of(dtype, &[n], data.clone(), &quick);
+        let whole = stats_of(dtype, &[n], data, &full());
+        assert!(fast.values.histogram.is_none(), "{dtype}");
         assert_eq!(
-            a.values.outliers_6sigma, b.values.outliers_6sigma,
+            fast.values.outliers_6sigma, whole.values.outliers_6sigma,
             "{dtype}"
         );
-        assert!(b.values.outliers_6sigma.is_some_and(|o| o > 0), "{dtype}");
+        assert!(
+            whole.values.outliers_6sigma.is_some_and(|o| o > 0),
+            "{dtype}"
+        );
     }
 }

@@ -13,7 +13,7 @@ use super::command::Command;
 use super::dialog::{DialogResult, FileDialog};
 use super::panels;
 use super::runner::{Runner, remember};
-use super::state::{DialogPurpose, Listing, ReportDigest, Session, State, Views};
+use super::state::{DialogPurpose, Listing, ReportDigest, Session, State, ThemeChoice, Views};
 
 /// How long a notice stays.
 const NOTICE_SECS: u64 = 6;
@@ -30,6 +30,8 @@ pub struct TensorscopeApp {
     dialog: Arc<dyn FileDialog>,
     /// The window title last sent, so it is sent only when it changes.
     title: String,
+    /// The theme last applied, so it is applied only when it changes.
+    theme: Option<ThemeChoice>,
 }
 
 impl TensorscopeApp {
@@ -41,6 +43,7 @@ impl TensorscopeApp {
             commands: Vec::new(),
             dialog,
             title: String::new(),
+            theme: None,
         }
     }
 
@@ -52,6 +55,11 @@ impl TensorscopeApp {
     /// True when no job runs and no command waits (tests step until then).
     pub fn is_idle(&self) -> bool {
         self.commands.is_empty() && !self.session.is_busy()
+    }
+
+    /// The window title: the active tab's file, then the app's name.
+    pub fn title(&self) -> &str {
+        &self.title
     }
 
     /// The settings to persist.
@@ -66,6 +74,7 @@ impl TensorscopeApp {
         self.refresh();
         panels::root_ui(ui, &self.session, &mut self.views, &mut self.commands);
         self.update_title(ui.ctx());
+        self.apply_theme(ui.ctx());
         let commands = std::mem::take(&mut self.commands);
         Runner::new(&mut self.session, &mut self.views, &self.dialog, ui.ctx()).run_all(commands);
         self.refresh();
@@ -165,6 +174,18 @@ impl TensorscopeApp {
         }
     }
 
+    fn apply_theme(&mut self, ctx: &egui::Context) {
+        let theme = self.session.state.theme;
+        if self.theme != Some(theme) {
+            ctx.set_theme(match theme {
+                ThemeChoice::System => egui::ThemePreference::System,
+                ThemeChoice::Light => egui::ThemePreference::Light,
+                ThemeChoice::Dark => egui::ThemePreference::Dark,
+            });
+            self.theme = Some(theme);
+        }
+    }
+
     fn update_title(&mut self, ctx: &egui::Context) {
         let title = match self.session.active_tab() {
             Some(t) => format!("{} — Tensorscope", t.title()),
@@ -214,22 +235,71 @@ fn input_commands(ctx: &egui::Context, session: &Session, out: &mut Vec<Command>
             out.push(Command::Open(p));
         }
     }
-    let (open, find, copy) = ctx.input_mut(|i| {
-        (
-            i.consume_key(egui::Modifiers::COMMAND, egui::Key::O),
-            i.consume_key(egui::Modifiers::COMMAND, egui::Key::F),
-            i.events.iter().any(|e| matches!(e, egui::Event::Copy)),
-        )
+    let typing = ctx.egui_wants_keyboard_input();
+    let keys = ctx.input_mut(|i| Keys {
+        open: i.consume_key(egui::Modifiers::COMMAND, egui::Key::O),
+        find: i.consume_key(egui::Modifiers::COMMAND, egui::Key::F),
+        close: i.consume_key(egui::Modifiers::COMMAND, egui::Key::W),
+        previous: i.consume_key(
+            egui::Modifiers::COMMAND | egui::Modifiers::SHIFT,
+            egui::Key::Tab,
+        ),
+        next: i.consume_key(egui::Modifiers::COMMAND, egui::Key::Tab),
+        reload: i.consume_key(egui::Modifiers::NONE, egui::Key::F5),
+        escape: !typing && i.key_pressed(egui::Key::Escape),
+        copy: i.events.iter().any(|e| matches!(e, egui::Event::Copy)),
     });
-    if open {
+    let active = session.active_tab().map(|_| session.active);
+    if keys.open {
         out.push(Command::OpenDialog(DialogPurpose::Open));
     }
-    if find {
+    if keys.find {
         out.push(Command::FocusFilter);
     }
-    if copy && !ctx.egui_wants_keyboard_input() {
+    if keys.copy && !typing {
         out.push(Command::CopySelectedNames);
     }
+    if let Some(i) = active {
+        if keys.close {
+            out.push(Command::CloseTab(i));
+        }
+        if keys.reload {
+            out.push(Command::Reload(i));
+        }
+    }
+    if keys.next {
+        out.push(Command::CycleTab(1));
+    }
+    if keys.previous {
+        out.push(Command::CycleTab(-1));
+    }
+    // Escape clears the filter first, then the selection; a form or the
+    // picker has it to itself.
+    let form_open =
+        session.picker.is_some() || session.export.is_some() || session.save_as.is_some();
+    if keys.escape
+        && !form_open
+        && let Some(tab) = session.active_tab()
+    {
+        if tab.table.filter_text.is_empty() {
+            out.push(Command::ClearSelection);
+        } else {
+            out.push(Command::SetFilter(String::new()));
+        }
+    }
+}
+
+/// The window-wide shortcuts pressed this frame.
+#[expect(clippy::struct_excessive_bools, reason = "one flag per key, read once")]
+struct Keys {
+    open: bool,
+    find: bool,
+    close: bool,
+    previous: bool,
+    next: bool,
+    reload: bool,
+    escape: bool,
+    copy: bool,
 }
 
 impl eframe::App for TensorscopeApp {

@@ -59,6 +59,10 @@ pub enum Command {
     ActivateTab(usize),
     /// Close tab `n` (its jobs are cancelled).
     CloseTab(usize),
+    /// Show the tab this many places right (left when negative), wrapping.
+    CycleTab(isize),
+    /// Use this colour theme.
+    SetTheme(crate::gui::state::ThemeChoice),
     /// Open tab `n`'s file again.
     Reload(usize),
     /// Forget the recent files.
@@ -86,6 +90,8 @@ pub enum Command {
     },
     /// Move the cursor by this many rows (arrow keys).
     MoveCursor(isize),
+    /// Select nothing: the side panel shows the overview again.
+    ClearSelection,
     /// Give the filter box focus (Ctrl+F).
     FocusFilter,
     /// Copy the selected tensor names to the clipboard.

@@ -28,7 +28,7 @@ use eframe::egui;
 
 pub use app::TensorscopeApp;
 pub use command::Command;
-pub use state::State;
+pub use state::{State, ThemeChoice};
 
 pub use crate::text::{safe_multiline, safe_text};
 

@@ -9,7 +9,7 @@ use eframe::egui;
 
 use crate::gui::command::{Command, JobId};
 use crate::gui::safe_text;
-use crate::gui::state::{DialogPurpose, Notice, Session};
+use crate::gui::state::{DialogPurpose, Notice, Session, ThemeChoice};
 use crate::gui::task::Failure;
 use crate::jobs::Progress;
 use crate::text::{human_bytes, human_count};
@@ -26,13 +26,28 @@ pub fn menu_bar_ui(ui: &mut egui::Ui, session: &Session, out: &mut Vec<Command>)
             if ui.checkbox(&mut tree, "Tree by dotted prefix").changed() {
                 out.push(Command::SetTreeView(tree));
             }
+            ui.separator();
+            ui.label("Theme");
+            for (choice, label) in [
+                (ThemeChoice::System, "Follow the system"),
+                (ThemeChoice::Light, "Light"),
+                (ThemeChoice::Dark, "Dark"),
+            ] {
+                if ui.radio(session.state.theme == choice, label).clicked() {
+                    out.push(Command::SetTheme(choice));
+                }
+            }
         });
         ui.menu_button("Help", |ui| {
             ui.label(format!("Tensorscope {}", env!("CARGO_PKG_VERSION")));
             ui.label(
                 "Drop .safetensors files, shard indexes or folders on the window to open them.",
             );
-            ui.label("Ctrl+O open · Ctrl+F filter · Ctrl+C copy names · Up/Down move selection");
+            ui.label(
+                "Ctrl+O open · Ctrl+W close tab · Ctrl+Tab next tab · Ctrl+F filter · \
+                 Esc clear filter, then selection · F5 reload · Ctrl+C copy names · \
+                 Up/Down move selection",
+            );
         });
     });
 }

@@ -164,6 +164,15 @@ impl<'a> Runner<'a> {
                 }
             }
             Command::Reload(i) => self.reload(i),
+            Command::CycleTab(step) => {
+                let n = self.session.tabs.len();
+                if n > 0 {
+                    let next = (self.session.active as isize + step).rem_euclid(n as isize);
+                    self.session.active = next as usize;
+                    self.session.tabs[self.session.active].table.dirty = true;
+                }
+            }
+            Command::SetTheme(theme) => self.session.state.theme = theme,
             Command::ClearRecent => self.session.state.recent.clear(),
             Command::SetTreeView(on) => {
                 self.session.state.tree_view = on;
@@ -224,6 +233,11 @@ impl<'a> Runner<'a> {
                 let row = self.active().and_then(|t| t.table.move_cursor(delta));
                 if let Some(v) = self.active_view() {
                     v.scroll_to = row;
+                }
+            }
+            Command::ClearSelection => {
+                if let Some(t) = self.active() {
+                    t.table.clear_selection();
                 }
             }
             Command::FocusFilter => {

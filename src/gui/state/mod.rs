@@ -41,6 +41,20 @@ pub struct State {
     pub recent: Vec<PathBuf>,
     /// Show the tensor table as a tree of dotted prefixes instead of a list.
     pub tree_view: bool,
+    /// Light, dark, or as the system says.
+    pub theme: ThemeChoice,
+}
+
+/// The colour theme a user chose (View ▸ Theme).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub enum ThemeChoice {
+    /// Follow the system's light or dark setting.
+    #[default]
+    System,
+    /// Always light.
+    Light,
+    /// Always dark.
+    Dark,
 }
 
 /// What the open dialog (native or in-app) is choosing a file for.

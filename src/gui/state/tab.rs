@@ -180,6 +180,13 @@ impl TableState {
         self.cursor = Some(index);
     }
 
+    /// Selects nothing and forgets the cursor.
+    pub fn clear_selection(&mut self) {
+        self.selection.clear();
+        self.anchor = None;
+        self.cursor = None;
+    }
+
     /// Moves the cursor by `delta` rows in the order shown and selects only
     /// it; returns its row position (to scroll to).
     pub fn move_cursor(&mut self, delta: isize) -> Option<usize> {

@@ -136,3 +136,103 @@ fn multi_select_keyboard_and_copy_names() {
         "packed is in the tensor view"
     );
 }
+
+/// Ctrl+Tab and Ctrl+Shift+Tab switch tabs, Ctrl+W closes one, Escape
+/// clears the filter and then the selection, F5 opens the file again (a
+/// file that changed on disk shows its new tensors), and View ▸ Theme
+/// switches the colours.
+#[test]
+fn keyboard_shortcuts_and_the_theme() {
+    use tensorscope::dtype::Dtype;
+    use tensorscope::format::write::{TensorSource, write_file};
+    use tensorscope::jobs::{CancelToken, Progress};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let a = write(dir.path(), "a.safetensors", &small_model());
+    let b = dir.path().join("b.safetensors");
+    let data = [0u8; 16];
+    let one = |name: &str| TensorSource {
+        name: name.into(),
+        dtype: Dtype::F32,
+        shape: vec![4],
+        data: &data,
+    };
+    write_file(
+        &b,
+        &[one("first")],
+        None,
+        &CancelToken::new(),
+        &Progress::new(),
+    )
+    .expect("write");
+    let mut h = harness(State::default(), no_dialog());
+    open(&mut h, &a);
+    open(&mut h, &b);
+    let tab_title = |h: &App| {
+        h.state()
+            .title()
+            .trim_end_matches(" — Tensorscope")
+            .to_owned()
+    };
+    assert_eq!(tab_title(&h), "b.safetensors");
+    h.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::Tab);
+    h.run_steps(2);
+    assert_eq!(tab_title(&h), "a.safetensors");
+    h.key_press_modifiers(
+        egui::Modifiers::COMMAND | egui::Modifiers::SHIFT,
+        egui::Key::Tab,
+    );
+    h.run_steps(2);
+    assert_eq!(tab_title(&h), "b.safetensors");
+    // F5: b gains a tensor on disk, and shows it once opened again.
+    write_file(
+        &b,
+        &[one("first"), one("second")],
+        None,
+        &CancelToken::new(),
+        &Progress::new(),
+    )
+    .expect("write");
+    h.key_press(egui::Key::F5);
+    super::settle(&mut h);
+    h.get_by_label("second");
+    // Ctrl+W closes b; a is shown.
+    h.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::W);
+    h.run_steps(2);
+    assert_eq!(tab_title(&h), "a.safetensors");
+    assert!(h.query_by_label("second").is_none());
+    // Escape: first the filter, then the selection.
+    h.get_by_label("layers.0.norm").click();
+    h.run_steps(2);
+    h.get_by_label("1 selected");
+    let filter = h.get_by_role(Role::TextInput);
+    filter.focus();
+    filter.type_text("layers");
+    h.run_steps(2);
+    h.get_by_label("2 shown");
+    h.key_press(egui::Key::Escape);
+    h.run_steps(2);
+    h.get_by_label("6 shown");
+    h.get_by_label("1 selected");
+    h.key_press(egui::Key::Escape);
+    h.run_steps(2);
+    assert!(h.query_by_label("1 selected").is_none());
+    // Ctrl+F puts the cursor in the filter box.
+    h.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::F);
+    h.run_steps(3);
+    assert!(h.get_by_role(Role::TextInput).is_focused());
+    // View ▸ Theme.
+    h.get_by_label("View").click();
+    h.run_steps(2);
+    h.get_by_label("Light").click();
+    h.run_steps(2);
+    assert_eq!(h.ctx.theme(), egui::Theme::Light);
+    assert_eq!(
+        h.state().state().theme,
+        tensorscope::gui::ThemeChoice::Light
+    );
+    h.get_by_label("View").click();
+    h.run_steps(2);
+    h.get_by_label("Dark").click();
+    h.run_steps(2);
+    assert_eq!(h.ctx.theme(), egui::Theme::Dark);
+}

@@ -9,6 +9,7 @@
 //! command line (the `tensorscope` binary) and the desktop explorer
 //! (`gui`, behind the default `gui` feature) are two faces over it.
 
+pub mod arch;
 pub mod diff;
 pub mod dtype;
 pub mod export;

@@ -61,7 +61,7 @@ impl QuantConfig {
 }
 
 /// Reads a JSON file of at most [`MAX_CONFIG_BYTES`].
-fn read_json(path: &Path) -> Result<Option<Value>, String> {
+pub(crate) fn read_json(path: &Path) -> Result<Option<Value>, String> {
     let file = match std::fs::File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),

@@ -119,3 +119,102 @@ pub fn small_model() -> Vec<u8> {
     let meta = HashMap::from([("format".to_owned(), "pt".to_owned())]);
     reference_file(&tensors, Some(meta))
 }
+
+/// A small Llama-style decoder in `dir` (`model.safetensors` and its
+/// `config.json`): hidden 16, `layers` layers of 9 tensors (F32 values
+/// whose spread grows with the layer, so a per-layer chart has a slope).
+/// Layer `odd`, when given, stores its `mlp.down_proj` as F16: the one
+/// layer that differs from the template. Returns the file.
+pub fn llama_like(dir: &Path, layers: usize, odd: Option<usize>) -> PathBuf {
+    use tensorscope::dtype::Dtype;
+    use tensorscope::format::write::{TensorSource, write_file};
+    use tensorscope::jobs::{CancelToken, Progress};
+    const H: u64 = 16;
+    const I: u64 = 32;
+    const V: u64 = 64;
+    let mut tensors: Vec<(String, Dtype, Vec<u64>, Vec<u8>)> = Vec::new();
+    let mut seed = 1u32;
+    let mut values = |n: u64, dtype: Dtype, scale: f32| -> Vec<u8> {
+        (0..n)
+            .flat_map(|_| {
+                seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                let x = ((seed >> 8) as f32 / (1u32 << 24) as f32 - 0.5) * scale;
+                match dtype {
+                    Dtype::F16 => half::f16::from_f32(x).to_le_bytes().to_vec(),
+                    _ => x.to_le_bytes().to_vec(),
+                }
+            })
+            .collect()
+    };
+    tensors.push((
+        "model.embed_tokens.weight".into(),
+        Dtype::F32,
+        vec![V, H],
+        values(V * H, Dtype::F32, 0.1),
+    ));
+    for l in 0..layers {
+        let scale = 0.1 * (1.0 + l as f32);
+        for (role, shape) in [
+            ("self_attn.q_proj.weight", vec![H, H]),
+            ("self_attn.k_proj.weight", vec![H / 2, H]),
+            ("self_attn.v_proj.weight", vec![H / 2, H]),
+            ("self_attn.o_proj.weight", vec![H, H]),
+            ("mlp.gate_proj.weight", vec![I, H]),
+            ("mlp.up_proj.weight", vec![I, H]),
+            ("mlp.down_proj.weight", vec![H, I]),
+            ("input_layernorm.weight", vec![H]),
+            ("post_attention_layernorm.weight", vec![H]),
+        ] {
+            let dtype = if odd == Some(l) && role == "mlp.down_proj.weight" {
+                Dtype::F16
+            } else {
+                Dtype::F32
+            };
+            let n = shape.iter().product();
+            tensors.push((
+                format!("model.layers.{l}.{role}"),
+                dtype,
+                shape,
+                values(n, dtype, scale),
+            ));
+        }
+    }
+    tensors.push((
+        "model.norm.weight".into(),
+        Dtype::F32,
+        vec![H],
+        values(H, Dtype::F32, 1.0),
+    ));
+    tensors.push((
+        "lm_head.weight".into(),
+        Dtype::F32,
+        vec![V, H],
+        values(V * H, Dtype::F32, 0.1),
+    ));
+    let sources: Vec<TensorSource<'_>> = tensors
+        .iter()
+        .map(|(name, dtype, shape, data)| TensorSource {
+            name: name.clone(),
+            dtype: *dtype,
+            shape: shape.clone(),
+            data,
+        })
+        .collect();
+    let path = dir.join("model.safetensors");
+    write_file(&path, &sources, None, &CancelToken::new(), &Progress::new()).expect("write");
+    let config = serde_json::json!({
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "hidden_size": H,
+        "intermediate_size": I,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "num_hidden_layers": layers,
+        "vocab_size": V,
+        "max_position_embeddings": 128,
+        "tie_word_embeddings": false,
+        "torch_dtype": "float32"
+    });
+    std::fs::write(dir.join("config.json"), config.to_string()).expect("config");
+    path
+}

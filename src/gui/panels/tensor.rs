@@ -31,10 +31,8 @@ pub fn tensor_view_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &
     );
     ui.separator();
     let Some(index) = tab.table.cursor else {
-        ui.add_space(20.0);
-        ui.vertical_centered(|ui| {
-            ui.weak("Select a tensor in the table to see its values and statistics.")
-        });
+        ui.weak("Select a tensor in the table to see its values and statistics.");
+        super::overview::overview_ui(ui, tab, out);
         return;
     };
     let Some((tref, info)) = ck.entry(index) else {

@@ -30,6 +30,67 @@ pub struct Loaded {
     pub metadata: Vec<MetaEntry>,
     /// The quantized weights, when the checkpoint has any.
     pub quant: Option<Arc<QuantRows>>,
+    /// What the overview shows, computed with the rest.
+    pub overview: Overview,
+}
+
+/// The overview's figures of a checkpoint, computed once when it opens.
+#[derive(Debug, Clone, Default)]
+pub struct Overview {
+    /// The values the tensors hold, a quantized weight counted by its
+    /// logical shape (not its packed words).
+    pub parameters: u64,
+    /// The largest tensors by bytes (indices into `ck.tensors`), largest first.
+    pub largest: Vec<usize>,
+    /// The architecture from `config.json`: `None` without one, `Err` with
+    /// why one could not be used.
+    pub arch: Option<Result<crate::arch::Architecture, String>>,
+    /// The tensors checked against the architecture.
+    pub checks: Vec<crate::arch::Check>,
+}
+
+/// How many of the largest tensors the overview lists.
+pub const LARGEST_SHOWN: usize = 8;
+
+impl Overview {
+    fn of(ck: &Checkpoint, quant: Option<&QuantRows>, stored_parameters: u64) -> Self {
+        let parameters = quant.map_or(stored_parameters, |q| {
+            let plain: u64 = ck
+                .entries()
+                .filter(|(t, _)| q.quant.owner(*t).is_none())
+                .map(|(_, i)| i.numel())
+                .fold(0, u64::saturating_add);
+            q.quant
+                .tensors()
+                .iter()
+                .map(crate::quant::LogicalTensor::numel)
+                .fold(plain, u64::saturating_add)
+        });
+        // The k largest in O(n log k).
+        let mut heap = std::collections::BinaryHeap::new();
+        for (i, (_, info)) in ck.entries().enumerate() {
+            heap.push(std::cmp::Reverse((info.nbytes(), std::cmp::Reverse(i))));
+            if heap.len() > LARGEST_SHOWN {
+                heap.pop();
+            }
+        }
+        let largest = heap
+            .into_sorted_vec()
+            .into_iter()
+            .map(|std::cmp::Reverse((_, std::cmp::Reverse(i)))| i)
+            .collect();
+        let arch = crate::arch::read(ck.path()).transpose();
+        let checks = match &arch {
+            Some(Ok(a)) => crate::arch::check(a, ck, parameters),
+            _ => Vec::new(),
+        };
+        Self {
+            parameters,
+            largest,
+            arch,
+            checks,
+        }
+    }
 }
 
 impl Loaded {
@@ -43,12 +104,14 @@ impl Loaded {
             .map(|(key, value)| MetaEntry::new(key, value))
             .collect();
         let quant = crate::quant::detect(&ck).map(|q| Arc::new(QuantRows::new(&ck, q)));
+        let overview = Overview::of(&ck, quant.as_deref(), totals.1.parameters);
         Self {
             ck: Arc::new(ck),
             totals,
             name_rank,
             metadata,
             quant,
+            overview,
         }
     }
 }

@@ -159,9 +159,11 @@ impl TensorState {
 /// Which page the side panel shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SidePage {
-    /// The selected tensor.
+    /// The selected tensor (the overview while none is).
     #[default]
     Tensor,
+    /// The checkpoint's overview.
+    Overview,
     /// File facts and warnings.
     File,
     /// `__metadata__`.

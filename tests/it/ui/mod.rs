@@ -8,6 +8,7 @@
 //! what the tests read off the screen or do through it.
 
 mod opening;
+mod overview;
 mod quant;
 mod save;
 mod table;

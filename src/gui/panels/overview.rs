@@ -1,0 +1,262 @@
+//! The overview of a checkpoint: what a model page answers first. Its size
+//! in parameters and bytes, per dtype as bars; the largest tensors; the
+//! scan's NaN/Inf and all-zero counts; the architecture its `config.json`
+//! gives and the tensors checked against it; the metadata highlights and
+//! the quantization. Every figure was computed when the file opened
+//! (`Overview`) or by the scan: drawing is O(dtypes + listed tensors).
+
+use eframe::egui;
+
+use crate::gui::command::Command;
+use crate::gui::safe_text;
+use crate::gui::state::{SelectMode, Tab};
+use crate::text::{elide_middle, fmt_shape, human_bytes, human_count};
+
+/// Metadata keys worth showing first when a file has them.
+const KNOWN_KEYS: [&str; 10] = [
+    "format",
+    "framework",
+    "modelspec.title",
+    "modelspec.architecture",
+    "modelspec.author",
+    "modelspec.license",
+    "ss_base_model_version",
+    "ss_network_module",
+    "ss_output_name",
+    "total_size",
+];
+
+/// Draws the overview of the tab's checkpoint.
+pub fn overview_ui(ui: &mut egui::Ui, tab: &Tab, out: &mut Vec<Command>) {
+    let Some(loaded) = tab.loaded() else {
+        return;
+    };
+    let ck = &loaded.ck;
+    let ov = &loaded.overview;
+    let (per_dtype, all) = &loaded.totals;
+    egui::ScrollArea::vertical()
+        .id_salt("overview")
+        .auto_shrink(false)
+        .show(ui, |ui| {
+            ui.heading(safe_text(&tab.title(), 200));
+            ui.label(format!(
+                "{} parameters · {} · {} tensors",
+                human_count(ov.parameters),
+                human_bytes(all.bytes),
+                all.tensors
+            ))
+            .on_hover_text(format!("{} parameters, {} bytes", ov.parameters, all.bytes));
+            if let Some(q) = loaded.quant.as_deref() {
+                ui.label(format!(
+                    "Quantized: {} · {} weights",
+                    q.quant.method(),
+                    q.quant.tensors().len()
+                ));
+            }
+            ui.add_space(6.0);
+            section(ui, "Per dtype");
+            dtype_bars_ui(ui, per_dtype, all.bytes);
+            section(ui, "Largest tensors");
+            for &i in &ov.largest {
+                let Some((_, info)) = ck.entry(i) else {
+                    continue;
+                };
+                ui.horizontal(|ui| {
+                    let facts = format!(
+                        "{}  {}  {}",
+                        info.dtype().name(),
+                        fmt_shape(info.shape()),
+                        human_bytes(info.nbytes())
+                    );
+                    let font = egui::TextStyle::Body.resolve(ui.style());
+                    let room = (ui.available_width() - 10.0 - facts.len() as f32 * 7.0).max(80.0);
+                    let name = safe_text(info.name(), 300);
+                    let shown = ui.ctx().fonts_mut(|f| {
+                        elide_middle(&name, room, |c| f.glyph_width(&font, c)).into_owned()
+                    });
+                    let link = ui.link(shown).on_hover_text(name.clone());
+                    if link.clicked() {
+                        out.push(Command::Select {
+                            index: i,
+                            mode: SelectMode::Replace,
+                        });
+                    }
+                    ui.weak(facts);
+                });
+            }
+            section(ui, "Values");
+            match tab.tensor.scan.as_ref() {
+                Some(scan) => {
+                    let s = &scan.summary;
+                    let warn = ui.visuals().warn_fg_color;
+                    ui.horizontal_wrapped(|ui| {
+                        let nan = format!("{} tensors with NaN/Inf", s.non_finite_tensors);
+                        if s.non_finite_tensors > 0 {
+                            ui.colored_label(warn, nan);
+                        } else {
+                            ui.label(nan);
+                        }
+                        ui.label(format!("· {} all-zero", s.all_zero_tensors));
+                        if scan.task.is_running() {
+                            ui.weak("(scanning…)");
+                        }
+                    });
+                }
+                None => {
+                    ui.weak("Scan whole file (above) to count the tensors with NaN/Inf, the all-zero ones and the outliers.");
+                }
+            }
+            section(ui, "Architecture (config.json)");
+            arch_ui(ui, ov.arch.as_ref(), &ov.checks);
+            section(ui, "Metadata");
+            let shown: Vec<_> = loaded
+                .metadata
+                .iter()
+                .filter(|m| KNOWN_KEYS.contains(&m.key.as_str()))
+                .collect();
+            if loaded.metadata.is_empty() {
+                ui.weak("No __metadata__.");
+            } else {
+                egui::Grid::new("overview_meta")
+                    .num_columns(2)
+                    .spacing([12.0, 3.0])
+                    .show(ui, |ui| {
+                        for m in &shown {
+                            ui.weak(safe_text(&m.key, 100));
+                            ui.label(safe_text(&m.value, 200));
+                            ui.end_row();
+                        }
+                    });
+                let others = loaded.metadata.len() - shown.len();
+                if others > 0 {
+                    ui.weak(format!("{others} other entries (Metadata page)"));
+                }
+            }
+        });
+}
+
+fn section(ui: &mut egui::Ui, title: &str) {
+    ui.add_space(8.0);
+    ui.label(egui::RichText::new(title).strong());
+    ui.separator();
+}
+
+/// One bar per dtype, its length the dtype's share of the bytes; the
+/// parameters and bytes beside it, exact on hover.
+fn dtype_bars_ui(
+    ui: &mut egui::Ui,
+    per_dtype: &[(crate::dtype::Dtype, crate::gui::model::DtypeTotals)],
+    total_bytes: u64,
+) {
+    let largest = per_dtype
+        .iter()
+        .map(|(_, t)| t.bytes)
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    let bar_color = ui.visuals().selection.bg_fill;
+    egui::Grid::new("overview_dtypes")
+        .num_columns(3)
+        .spacing([10.0, 3.0])
+        .show(ui, |ui| {
+            for (dtype, t) in per_dtype {
+                ui.monospace(dtype.name());
+                let width = 140.0;
+                let (rect, response) =
+                    ui.allocate_exact_size(egui::vec2(width, 12.0), egui::Sense::hover());
+                let share = t.bytes as f32 / largest as f32;
+                let mut bar = rect;
+                bar.set_width((width * share).max(1.0));
+                ui.painter().rect_filled(bar, 2.0, bar_color);
+                let pct = if total_bytes == 0 {
+                    0.0
+                } else {
+                    t.bytes as f64 * 100.0 / total_bytes as f64
+                };
+                response.on_hover_text(format!(
+                    "{}: {} tensors, {} parameters, {} bytes ({pct:.1}%)",
+                    dtype.name(),
+                    t.tensors,
+                    t.parameters,
+                    t.bytes
+                ));
+                ui.label(format!(
+                    "{} params · {} · {pct:.1}%",
+                    human_count(t.parameters),
+                    human_bytes(t.bytes)
+                ));
+                ui.end_row();
+            }
+        });
+}
+
+/// The architecture's figures and the checks against the tensors.
+fn arch_ui(
+    ui: &mut egui::Ui,
+    arch: Option<&Result<crate::arch::Architecture, String>>,
+    checks: &[crate::arch::Check],
+) {
+    let a = match arch {
+        None => {
+            ui.weak("No config.json beside the file.");
+            return;
+        }
+        Some(Err(e)) => {
+            ui.colored_label(ui.visuals().warn_fg_color, safe_text(e, 500));
+            return;
+        }
+        Some(Ok(a)) => a,
+    };
+    let num = |v: Option<u64>| v.map_or_else(|| "—".to_owned(), |v| v.to_string());
+    egui::Grid::new("overview_arch")
+        .num_columns(2)
+        .spacing([12.0, 3.0])
+        .show(ui, |ui| {
+            let mut row = |k: &str, v: String| {
+                ui.weak(k);
+                ui.label(safe_text(&v, 300));
+                ui.end_row();
+            };
+            row(
+                "model_type",
+                a.model_type.clone().unwrap_or_else(|| "—".into()),
+            );
+            if !a.architectures.is_empty() {
+                row("architectures", a.architectures.join(", "));
+            }
+            row("hidden size", num(a.hidden_size));
+            row("layers", num(a.layers));
+            row(
+                "heads / KV heads",
+                format!("{} / {}", num(a.heads), num(a.kv_heads.or(a.heads))),
+            );
+            if a.intermediate_size.is_some() {
+                row("intermediate size", num(a.intermediate_size));
+            }
+            if a.experts.is_some() {
+                row("experts", num(a.experts));
+            }
+            row("vocabulary", num(a.vocab_size));
+            row("context length", num(a.context_length));
+            row(
+                "tie_word_embeddings",
+                a.tie_word_embeddings
+                    .map_or_else(|| "—".into(), |t| t.to_string()),
+            );
+            row(
+                "torch_dtype",
+                a.torch_dtype.clone().unwrap_or_else(|| "—".into()),
+            );
+        });
+    for c in checks {
+        let (mark, color) = if c.ok {
+            ("✔", ui.visuals().text_color())
+        } else {
+            ("⚠", ui.visuals().warn_fg_color)
+        };
+        ui.colored_label(
+            color,
+            format!("{mark} {}: {}", c.what, safe_text(&c.detail, 400)),
+        );
+    }
+}

@@ -351,6 +351,33 @@ pub enum TreeRow {
         /// Whether its children are shown.
         expanded: bool,
     },
+    /// The numbered children of a group (`model.layers.0` … `.31`) folded
+    /// into one line: `model.layers.[0-31]`.
+    Pattern(Box<Pattern>),
+    /// A role of a pattern's per-layer template.
+    Role {
+        /// Its name under a layer (`self_attn.q_proj.weight`).
+        role: String,
+        /// The dtype (or quantization scheme) most layers have.
+        dtype: String,
+        /// The shape most layers have.
+        shape: Vec<u64>,
+        /// The layers that have it.
+        layers: usize,
+        /// The tensor of the first such layer (a click selects it).
+        example: usize,
+        /// Nesting depth.
+        depth: usize,
+    },
+    /// A layer that differs from the template, and how.
+    Odd {
+        /// What differs (`layer 5: mlp.down_proj.weight is F16, not F32`).
+        text: String,
+        /// The tensor concerned, when it exists.
+        tensor: Option<usize>,
+        /// Nesting depth.
+        depth: usize,
+    },
     /// A tensor (index into `ck.tensors`).
     Tensor {
         /// Index into the checkpoint's tensors.
@@ -360,9 +387,218 @@ pub enum TreeRow {
     },
 }
 
+/// The numbered layers under one prefix, as one line of the tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pattern {
+    /// The prefix the numbers follow (`model.layers`).
+    pub prefix: String,
+    /// Nesting depth.
+    pub depth: usize,
+    /// The smallest and largest layer number.
+    pub first: u64,
+    /// See `first`.
+    pub last: u64,
+    /// Layers (numbered children).
+    pub layers: usize,
+    /// Roles of the template (the tensors of a typical layer).
+    pub roles: usize,
+    /// Tensors under all the layers.
+    pub tensors: usize,
+    /// Their values (a quantized weight by its logical shape).
+    pub parameters: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Layers that differ from the template.
+    pub odd_layers: usize,
+    /// Whether the template and the layers are shown.
+    pub expanded: bool,
+}
+
+impl Pattern {
+    /// The key of a pattern in the set of open groups.
+    pub fn key(prefix: &str) -> String {
+        format!("{prefix}.[*]")
+    }
+
+    /// `model.layers.[0-31]`.
+    pub fn title(&self) -> String {
+        format!("{}.[{}-{}]", self.prefix, self.first, self.last)
+    }
+}
+
+/// What the tree needs of a tensor: its name, dtype label and shape,
+/// values and bytes (a quantized weight's logical ones).
+struct Facts<'a> {
+    ck: &'a Checkpoint,
+    quant: Option<&'a QuantRows>,
+}
+
+impl Facts<'_> {
+    fn name(&self, i: usize) -> &str {
+        match self.quant.and_then(|q| q.logical_at(i)) {
+            Some(lt) => lt.name(),
+            None => self.ck.entry(i).map_or("", |(_, info)| info.name()),
+        }
+    }
+
+    fn dtype_shape(&self, i: usize) -> (String, Vec<u64>) {
+        match self.quant.and_then(|q| q.logical_at(i)) {
+            Some(lt) => (lt.label().to_owned(), lt.shape().to_vec()),
+            None => self.ck.entry(i).map_or_else(Default::default, |(_, info)| {
+                (info.dtype().name().to_owned(), info.shape().to_vec())
+            }),
+        }
+    }
+
+    fn size(&self, i: usize) -> (u64, u64) {
+        match (self.quant.and_then(|q| q.logical_at(i)), self.ck.entry(i)) {
+            (Some(lt), _) => (lt.numel(), lt.stored_bytes(self.ck)),
+            (None, Some((_, info))) => (info.numel(), info.nbytes()),
+            _ => (0, 0),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Node {
+    children: BTreeMap<String, Node>,
+    order: Vec<String>,
+    tensors: Vec<usize>,
+    count: usize,
+    bytes: u64,
+}
+
+impl Node {
+    /// Every tensor under the node, with its name below it.
+    fn gather(&self, rel: &str, out: &mut Vec<(String, usize)>, facts: &Facts<'_>) {
+        for &i in &self.tensors {
+            let name = facts.name(i);
+            let last = name.rsplit('.').next().unwrap_or(name);
+            out.push((
+                if rel.is_empty() {
+                    last.to_owned()
+                } else {
+                    format!("{rel}.{last}")
+                },
+                i,
+            ));
+        }
+        for (key, child) in &self.children {
+            let r = if rel.is_empty() {
+                key.clone()
+            } else {
+                format!("{rel}.{key}")
+            };
+            child.gather(&r, out, facts);
+        }
+    }
+}
+
+/// Layers a pattern lists as odd at most (the count is exact).
+const MAX_ODD_SHOWN: usize = 200;
+
+/// The template of numbered layers and how each one departs from it.
+struct Template {
+    /// `(role, dtype, shape, layers having it, first tensor)`, in the
+    /// first layer's order.
+    roles: Vec<(String, String, Vec<u64>, usize, usize)>,
+    /// `(text, tensor)` for each difference, in layer order.
+    odd: Vec<(String, Option<usize>)>,
+    odd_layers: usize,
+}
+
+/// The template of `layers` (number, tensors with their names in the
+/// layer): each role that more than half of the layers have, with the
+/// dtype and shape most of them have; a layer differs when it lacks a
+/// role, has another, or has another dtype or shape.
+fn template(layers: &[(u64, Vec<(String, usize)>)], facts: &Facts<'_>) -> Template {
+    let mut seen: BTreeMap<&str, BTreeMap<(String, Vec<u64>), usize>> = BTreeMap::new();
+    let mut order: Vec<&str> = Vec::new();
+    let mut first: BTreeMap<&str, usize> = BTreeMap::new();
+    for (_, tensors) in layers {
+        for (role, i) in tensors {
+            let kinds = seen.entry(role.as_str()).or_insert_with(|| {
+                order.push(role.as_str());
+                BTreeMap::new()
+            });
+            *kinds.entry(facts.dtype_shape(*i)).or_insert(0) += 1;
+            first.entry(role.as_str()).or_insert(*i);
+        }
+    }
+    let majority = layers.len() / 2;
+    let mut roles = Vec::new();
+    let mut typical: BTreeMap<&str, (String, Vec<u64>)> = BTreeMap::new();
+    for role in order {
+        let Some(kinds) = seen.get(role) else {
+            continue;
+        };
+        let having: usize = kinds.values().sum();
+        if having <= majority {
+            continue;
+        }
+        let Some(((dtype, shape), _)) = kinds.iter().max_by_key(|(_, c)| **c) else {
+            continue;
+        };
+        typical.insert(role, (dtype.clone(), shape.clone()));
+        roles.push((
+            role.to_owned(),
+            dtype.clone(),
+            shape.clone(),
+            having,
+            first.get(role).copied().unwrap_or(0),
+        ));
+    }
+    let mut odd = Vec::new();
+    let mut odd_layers = 0;
+    for (number, tensors) in layers {
+        let mut differs = false;
+        let mut note = |text: String, tensor: Option<usize>| {
+            differs = true;
+            if odd.len() < MAX_ODD_SHOWN {
+                odd.push((format!("layer {number}: {text}"), tensor));
+            }
+        };
+        for (role, i) in tensors {
+            match typical.get(role.as_str()) {
+                None => note(format!("has {role}, which most layers lack"), Some(*i)),
+                Some((dtype, shape)) => {
+                    let (d, sh) = facts.dtype_shape(*i);
+                    if &d != dtype {
+                        note(format!("{role} is {d}, not {dtype}"), Some(*i));
+                    } else if &sh != shape {
+                        note(
+                            format!(
+                                "{role} is {}, not {}",
+                                crate::text::fmt_shape(&sh),
+                                crate::text::fmt_shape(shape)
+                            ),
+                            Some(*i),
+                        );
+                    }
+                }
+            }
+        }
+        for role in typical.keys() {
+            if !tensors.iter().any(|(r, _)| r == role) {
+                note(format!("lacks {role}"), None);
+            }
+        }
+        if differs {
+            odd_layers += 1;
+        }
+    }
+    Template {
+        roles,
+        odd,
+        odd_layers,
+    }
+}
+
 /// Builds the tree view's lines from visible rows (in their order),
 /// grouping names by dotted prefix. Only children of expanded groups are
-/// listed, so the result stays small for huge models.
+/// listed, so the result stays small for huge models. Numbered children
+/// (`layers.0` … `layers.31`) fold into one pattern line whose template
+/// and odd layers show when it is open.
 /// A quantized weight's row is placed by its logical name and counts the
 /// bytes of all its parts.
 pub fn tree_rows(
@@ -371,56 +607,14 @@ pub fn tree_rows(
     expanded: &BTreeSet<String>,
     quant: Option<&QuantRows>,
 ) -> Vec<TreeRow> {
-    #[derive(Default)]
-    struct Node {
-        children: BTreeMap<String, Node>,
-        order: Vec<String>,
-        tensors: Vec<usize>,
-        count: usize,
-        bytes: u64,
-    }
-    fn walk(
-        node: &Node,
-        prefix: &str,
-        depth: usize,
-        expanded: &BTreeSet<String>,
-        out: &mut Vec<TreeRow>,
-    ) {
-        let mut keys = node.order.clone();
-        keys.sort_by(|a, b| natural_cmp(a, b));
-        for key in keys {
-            let Some(child) = node.children.get(&key) else {
-                continue;
-            };
-            let full = if prefix.is_empty() {
-                key.clone()
-            } else {
-                format!("{prefix}.{key}")
-            };
-            let is_open = expanded.contains(&full);
-            out.push(TreeRow::Group {
-                prefix: full.clone(),
-                depth,
-                count: child.count,
-                bytes: child.bytes,
-                expanded: is_open,
-            });
-            if is_open {
-                walk(child, &full, depth + 1, expanded, out);
-            }
-        }
-        for &i in &node.tensors {
-            out.push(TreeRow::Tensor { index: i, depth });
-        }
-    }
+    let facts = Facts { ck, quant };
     let mut root = Node::default();
     for &i in rows {
-        let Some((_, info)) = ck.entry(i) else {
+        if ck.entry(i).is_none() {
             continue;
-        };
-        let logical = quant.and_then(|q| q.logical_at(i));
-        let name = logical.map_or(info.name(), crate::quant::LogicalTensor::name);
-        let bytes = logical.map_or(info.nbytes(), |lt| lt.stored_bytes(ck));
+        }
+        let name = facts.name(i);
+        let (_, bytes) = facts.size(i);
         let parts: Vec<&str> = name.split('.').collect();
         let mut node = &mut root;
         node.count += 1;
@@ -436,8 +630,163 @@ pub fn tree_rows(
         node.tensors.push(i);
     }
     let mut out = Vec::new();
-    walk(&root, "", 0, expanded, &mut out);
+    walk(&root, "", 0, expanded, &facts, &mut out);
     out
+}
+
+/// The numbered children of a node (`0`, `1`, … `31`), in number order.
+fn numbered(node: &Node) -> Vec<(u64, &String)> {
+    let mut out: Vec<(u64, &String)> = node
+        .order
+        .iter()
+        .filter_map(|k| {
+            let digits = !k.is_empty() && k.bytes().all(|c| c.is_ascii_digit());
+            Some((k.parse().ok().filter(|_| digits)?, k))
+        })
+        .collect();
+    out.sort_unstable();
+    out
+}
+
+fn walk(
+    node: &Node,
+    prefix: &str,
+    depth: usize,
+    expanded: &BTreeSet<String>,
+    facts: &Facts<'_>,
+    out: &mut Vec<TreeRow>,
+) {
+    let mut keys = node.order.clone();
+    keys.sort_by(|a, b| natural_cmp(a, b));
+    let numbers = numbered(node);
+    let fold = numbers.len() >= 2;
+    let mut pattern_done = false;
+    for key in &keys {
+        let Some(child) = node.children.get(key) else {
+            continue;
+        };
+        let full = if prefix.is_empty() {
+            key.clone()
+        } else {
+            format!("{prefix}.{key}")
+        };
+        if fold && numbers.iter().any(|(_, k)| *k == key) {
+            // This node's own numbered children, folded into one line.
+            if !pattern_done {
+                pattern_done = true;
+                pattern(node, prefix, &numbers, depth, expanded, facts, out);
+            }
+            continue;
+        }
+        let child_numbers = numbered(child);
+        if child_numbers.len() >= 2
+            && child_numbers.len() == child.children.len()
+            && child.tensors.is_empty()
+        {
+            // A group of layers only (`layers`): the pattern line itself.
+            pattern(child, &full, &child_numbers, depth, expanded, facts, out);
+            continue;
+        }
+        let is_open = expanded.contains(&full);
+        out.push(TreeRow::Group {
+            prefix: full.clone(),
+            depth,
+            count: child.count,
+            bytes: child.bytes,
+            expanded: is_open,
+        });
+        if is_open {
+            walk(child, &full, depth + 1, expanded, facts, out);
+        }
+    }
+    for &i in &node.tensors {
+        out.push(TreeRow::Tensor { index: i, depth });
+    }
+}
+
+/// The pattern line of `node`'s numbered children `numbers` (under
+/// `prefix`), and when it is open the template, the odd layers and the
+/// layers as groups.
+fn pattern(
+    node: &Node,
+    prefix: &str,
+    numbers: &[(u64, &String)],
+    depth: usize,
+    expanded: &BTreeSet<String>,
+    facts: &Facts<'_>,
+    out: &mut Vec<TreeRow>,
+) {
+    let mut layers: Vec<(u64, Vec<(String, usize)>)> = Vec::new();
+    let (mut tensors, mut parameters, mut bytes) = (0usize, 0u64, 0u64);
+    for (number, k) in numbers {
+        let mut list = Vec::new();
+        if let Some(child) = node.children.get(*k) {
+            child.gather("", &mut list, facts);
+        }
+        for (_, i) in &list {
+            let (n, b) = facts.size(*i);
+            parameters = parameters.saturating_add(n);
+            bytes = bytes.saturating_add(b);
+        }
+        tensors += list.len();
+        layers.push((*number, list));
+    }
+    let t = template(&layers, facts);
+    let is_open = expanded.contains(&Pattern::key(prefix));
+    out.push(TreeRow::Pattern(Box::new(Pattern {
+        prefix: prefix.to_owned(),
+        depth,
+        first: numbers.first().map_or(0, |(n, _)| *n),
+        last: numbers.last().map_or(0, |(n, _)| *n),
+        layers: numbers.len(),
+        roles: t.roles.len(),
+        tensors,
+        parameters,
+        bytes,
+        odd_layers: t.odd_layers,
+        expanded: is_open,
+    })));
+    if !is_open {
+        return;
+    }
+    for (role, dtype, shape, having, example) in t.roles {
+        out.push(TreeRow::Role {
+            role,
+            dtype,
+            shape,
+            layers: having,
+            example,
+            depth: depth + 1,
+        });
+    }
+    for (text, tensor) in t.odd {
+        out.push(TreeRow::Odd {
+            text,
+            tensor,
+            depth: depth + 1,
+        });
+    }
+    for (_, k) in numbers {
+        let Some(child) = node.children.get(*k) else {
+            continue;
+        };
+        let full = if prefix.is_empty() {
+            (*k).clone()
+        } else {
+            format!("{prefix}.{k}")
+        };
+        let open = expanded.contains(&full);
+        out.push(TreeRow::Group {
+            prefix: full.clone(),
+            depth: depth + 1,
+            count: child.count,
+            bytes: child.bytes,
+            expanded: open,
+        });
+        if open {
+            walk(child, &full, depth + 2, expanded, facts, out);
+        }
+    }
 }
 
 /// Tensors, parameters and bytes of one dtype.
@@ -471,6 +820,75 @@ pub fn dtype_totals(ck: &Checkpoint) -> (Vec<(Dtype, DtypeTotals)>, DtypeTotals)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A pruned layer, an extra tensor and another shape each make their
+    /// layer odd; the template holds the roles most layers have.
+    #[test]
+    fn the_template_names_how_each_odd_layer_differs() {
+        use crate::format::write::{TensorSource, write_file};
+        use crate::jobs::{CancelToken, Progress};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let data = [0u8; 12];
+        let mut sources = Vec::new();
+        for l in 0..4 {
+            for (role, n) in [("a.weight", if l == 3 { 3 } else { 2 }), ("b.weight", 2)] {
+                if l == 2 && role == "b.weight" {
+                    continue;
+                }
+                sources.push(TensorSource {
+                    name: format!("blocks.{l}.{role}"),
+                    dtype: Dtype::F32,
+                    shape: vec![n],
+                    data: &data[..4 * n as usize],
+                });
+            }
+        }
+        sources.push(TensorSource {
+            name: "blocks.3.c.weight".into(),
+            dtype: Dtype::F32,
+            shape: vec![1],
+            data: &data[..4],
+        });
+        let path = dir.path().join("m.safetensors");
+        write_file(&path, &sources, None, &CancelToken::new(), &Progress::new()).expect("write");
+        let ck = Checkpoint::open(&path).expect("open");
+        let rows: Vec<usize> = (0..ck.tensors().len()).collect();
+        let closed = tree_rows(&ck, &rows, &BTreeSet::new(), None);
+        let Some(TreeRow::Pattern(p)) = closed.first() else {
+            panic!("a pattern first: {closed:?}");
+        };
+        assert_eq!(
+            (p.title(), p.layers, p.roles, p.tensors, p.odd_layers),
+            ("blocks.[0-3]".to_owned(), 4, 2, 8, 2)
+        );
+        assert_eq!(closed.len(), 1, "closed, the pattern is one line");
+        let open: BTreeSet<String> = [Pattern::key("blocks")].into();
+        let rows = tree_rows(&ck, &rows, &open, None);
+        let odd: Vec<&str> = rows
+            .iter()
+            .filter_map(|r| match r {
+                TreeRow::Odd { text, .. } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            odd,
+            [
+                "layer 2: lacks b.weight",
+                "layer 3: a.weight is [3], not [2]",
+                "layer 3: has c.weight, which most layers lack",
+            ]
+        );
+        let roles = rows
+            .iter()
+            .filter(|r| matches!(r, TreeRow::Role { .. }))
+            .count();
+        let groups = rows
+            .iter()
+            .filter(|r| matches!(r, TreeRow::Group { .. }))
+            .count();
+        assert_eq!((roles, groups), (2, 4));
+    }
 
     #[test]
     fn natural_order() {

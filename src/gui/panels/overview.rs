@@ -38,13 +38,16 @@ pub fn overview_ui(ui: &mut egui::Ui, tab: &Tab, out: &mut Vec<Command>) {
         .id_salt("overview")
         .auto_shrink(false)
         .show(ui, |ui| {
-            ui.heading(safe_text(&tab.title(), 200));
-            ui.label(format!(
-                "{} parameters · {} · {} tensors",
-                human_count(ov.parameters),
-                human_bytes(all.bytes),
-                all.tensors
-            ))
+            // The file's name is on its tab and in the window's title.
+            ui.label(
+                egui::RichText::new(format!(
+                    "{} parameters · {} · {} tensors",
+                    human_count(ov.parameters),
+                    human_bytes(all.bytes),
+                    all.tensors
+                ))
+                .heading(),
+            )
             .on_hover_text(format!("{} parameters, {} bytes", ov.parameters, all.bytes));
             if let Some(q) = loaded.quant.as_deref() {
                 ui.label(format!(
@@ -61,20 +64,41 @@ pub fn overview_ui(ui: &mut egui::Ui, tab: &Tab, out: &mut Vec<Command>) {
                 let Some((_, info)) = ck.entry(i) else {
                     continue;
                 };
+                // A quantized weight by its logical name, shape and scheme.
+                let logical = loaded.quant.as_deref().and_then(|q| q.logical_at(i));
+                let (name, facts) = match logical {
+                    Some(lt) => (
+                        lt.name(),
+                        format!(
+                            "{}  {}  {}",
+                            lt.label(),
+                            fmt_shape(lt.shape()),
+                            human_bytes(lt.stored_bytes(ck))
+                        ),
+                    ),
+                    None => (
+                        info.name(),
+                        format!(
+                            "{}  {}  {}",
+                            info.dtype().name(),
+                            fmt_shape(info.shape()),
+                            human_bytes(info.nbytes())
+                        ),
+                    ),
+                };
                 ui.horizontal(|ui| {
-                    let facts = format!(
-                        "{}  {}  {}",
-                        info.dtype().name(),
-                        fmt_shape(info.shape()),
-                        human_bytes(info.nbytes())
-                    );
                     let font = egui::TextStyle::Body.resolve(ui.style());
                     let room = (ui.available_width() - 10.0 - facts.len() as f32 * 7.0).max(80.0);
-                    let name = safe_text(info.name(), 300);
+                    let name = safe_text(name, 300);
                     let shown = ui.ctx().fonts_mut(|f| {
                         elide_middle(&name, room, |c| f.glyph_width(&font, c)).into_owned()
                     });
+                    // Read out as what it is, apart from the table's row.
+                    let spoken = format!("largest: {name}");
                     let link = ui.link(shown).on_hover_text(name.clone());
+                    link.widget_info(|| {
+                        egui::WidgetInfo::labeled(egui::Role::Link, true, spoken.clone())
+                    });
                     if link.clicked() {
                         out.push(Command::Select {
                             index: i,

@@ -8,10 +8,10 @@ use egui_extras::{Column as TableColumn, TableBuilder};
 use crate::dtype::Dtype;
 use crate::format::Checkpoint;
 use crate::gui::command::Command;
-use crate::gui::model::{Column, Direction, KindFilter, QuantRows, ScanFigures, TreeRow};
+use crate::gui::model::{Column, Direction, KindFilter, Pattern, QuantRows, ScanFigures, TreeRow};
 use crate::gui::safe_text;
 use crate::gui::state::{SelectMode, Tab, TableState, ViewState};
-use crate::text::{elide_middle, fmt_opt, fmt_shape, human_bytes};
+use crate::text::{elide_middle, fmt_opt, fmt_shape, human_bytes, human_count};
 
 /// Draws the filter row and the table.
 pub fn table_panel_ui(
@@ -125,6 +125,37 @@ pub fn table_panel_ui(
                                     };
                                     group_row_ui(&mut row, &group, columns.len(), out);
                                 }
+                                Some(TreeRow::Pattern(p)) => {
+                                    pattern_row_ui(&mut row, p, columns.len(), out);
+                                }
+                                Some(TreeRow::Role {
+                                    role,
+                                    dtype,
+                                    shape,
+                                    layers,
+                                    example,
+                                    depth,
+                                }) => {
+                                    let r = RoleRow {
+                                        role,
+                                        dtype,
+                                        shape,
+                                        layers: *layers,
+                                        depth: *depth,
+                                    };
+                                    role_row_ui(&mut row, &r, columns.len());
+                                    cells.select_on_click(&row, *example, out);
+                                }
+                                Some(TreeRow::Odd {
+                                    text,
+                                    tensor,
+                                    depth,
+                                }) => {
+                                    odd_row_ui(&mut row, text, *depth, columns.len());
+                                    if let Some(i) = tensor {
+                                        cells.select_on_click(&row, *i, out);
+                                    }
+                                }
                                 None => {}
                             }
                         } else if let Some(&index) = table.rows.get(pos) {
@@ -235,6 +266,115 @@ fn group_row_ui(
     }
     if row.response().clicked() {
         out.push(Command::ToggleGroup(g.prefix.to_owned()));
+    }
+}
+
+/// A pattern line: the numbered layers folded (`layers.[0-31]`), how many
+/// tensors each has, their parameters and bytes, and how many differ; a
+/// click shows the template, the odd layers and the layers.
+fn pattern_row_ui(
+    row: &mut egui_extras::TableRow<'_, '_>,
+    p: &Pattern,
+    columns: usize,
+    out: &mut Vec<Command>,
+) {
+    row.col(|ui| {
+        ui.add_space(p.depth as f32 * 14.0);
+        let arrow = if p.expanded { "⏷" } else { "⏵" };
+        let title = p.title();
+        let last = title
+            .strip_prefix(&p.prefix)
+            .map_or(title.as_str(), |rest| rest.trim_start_matches('.'));
+        let parent = p.prefix.rsplit('.').next().unwrap_or(&p.prefix);
+        ui.label(
+            egui::RichText::new(format!("{arrow} {}.{last}", safe_text(parent, 200))).strong(),
+        )
+        .on_hover_text(safe_text(&title, 400));
+        ui.weak(format!("{} × {} tensors", p.layers, p.roles));
+        if p.odd_layers > 0 {
+            let text = if p.odd_layers == 1 {
+                "1 layer differs".to_owned()
+            } else {
+                format!("{} layers differ", p.odd_layers)
+            };
+            ui.colored_label(ui.visuals().warn_fg_color, text);
+        }
+    });
+    row.col(|_| {});
+    row.col(|_| {});
+    row.col(|ui| {
+        ui.label(human_count(p.parameters)).on_hover_text(format!(
+            "{} parameters in {} tensors",
+            p.parameters, p.tensors
+        ));
+    });
+    row.col(|ui| {
+        ui.label(human_bytes(p.bytes));
+    });
+    for _ in 5..columns {
+        row.col(|_| {});
+    }
+    if row.response().clicked() {
+        out.push(Command::ToggleGroup(Pattern::key(&p.prefix)));
+    }
+}
+
+/// A role of a pattern's template, as its fields.
+struct RoleRow<'a> {
+    role: &'a str,
+    dtype: &'a str,
+    shape: &'a [u64],
+    layers: usize,
+    depth: usize,
+}
+
+/// A role of the per-layer template: its name, dtype and shape; a click
+/// selects it in the first layer.
+fn role_row_ui(row: &mut egui_extras::TableRow<'_, '_>, r: &RoleRow<'_>, columns: usize) {
+    row.col(|ui| {
+        ui.add_space(r.depth as f32 * 14.0);
+        ui.weak("template");
+        ui.add(
+            egui::Label::new(safe_text(r.role, 300))
+                .truncate()
+                .selectable(false),
+        )
+        .on_hover_text(format!(
+            "{} (in {} layers)",
+            safe_text(r.role, 300),
+            r.layers
+        ));
+    });
+    row.col(|ui| {
+        ui.monospace(safe_text(r.dtype, 100));
+    });
+    row.col(|ui| {
+        ui.label(fmt_shape(r.shape));
+    });
+    row.col(|ui| {
+        ui.label(r.shape.iter().product::<u64>().to_string());
+    });
+    for _ in 4..columns {
+        row.col(|_| {});
+    }
+}
+
+/// A layer that departs from the template, highlighted.
+fn odd_row_ui(row: &mut egui_extras::TableRow<'_, '_>, text: &str, depth: usize, columns: usize) {
+    row.col(|ui| {
+        ui.add_space(depth as f32 * 14.0);
+        let warn = ui.visuals().warn_fg_color;
+        ui.add(
+            egui::Label::new(
+                egui::RichText::new(format!("⚠ {}", safe_text(text, 400))).color(warn),
+            )
+            .truncate()
+            .selectable(false),
+        )
+        .on_hover_text(safe_text(text, 400));
+    });
+    for _ in 1..columns {
+        row.col(|_| {});
     }
 }
 

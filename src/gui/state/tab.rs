@@ -66,10 +66,18 @@ impl Overview {
                 .map(crate::quant::LogicalTensor::numel)
                 .fold(plain, u64::saturating_add)
         });
-        // The k largest in O(n log k).
+        // The k largest in O(n log k); a quantized weight once, by the
+        // row that stands for it, with all its parts' bytes.
         let mut heap = std::collections::BinaryHeap::new();
-        for (i, (_, info)) in ck.entries().enumerate() {
-            heap.push(std::cmp::Reverse((info.nbytes(), std::cmp::Reverse(i))));
+        for (i, (t, info)) in ck.entries().enumerate() {
+            let bytes = match quant {
+                Some(q) if q.quant.owner(t).is_some() => match q.logical_at(i) {
+                    Some(lt) => lt.stored_bytes(ck),
+                    None => continue,
+                },
+                _ => info.nbytes(),
+            };
+            heap.push(std::cmp::Reverse((bytes, std::cmp::Reverse(i))));
             if heap.len() > LARGEST_SHOWN {
                 heap.pop();
             }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use egui::accesskit::Role;
-use egui_kittest::kittest::Queryable;
+use egui_kittest::kittest::{NodeT as _, Queryable};
 use tensorscope::gui::State;
 use tensorscope::gui::dialog::DialogResult;
 
@@ -148,7 +148,11 @@ fn hostile_names_are_drawn_safely() {
     let p = write(dir.path(), "names.safetensors", &with_header(&header, 0));
     let mut h = harness(State::default(), no_dialog());
     open(&mut h, &p);
-    h.get_by_label_contains("\\u{202e}").click();
+    // The table's row (the overview lists it among the largest too).
+    h.get_all_by_label_contains("\\u{202e}")
+        .find(|n| n.accesskit_node().role() == Role::Label)
+        .expect("the table's row")
+        .click();
     h.run_steps(2);
     // The tensor view shows the escaped name too.
     assert!(h.query_all_by_label_contains("\\u{202e}").count() >= 2);

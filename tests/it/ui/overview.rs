@@ -26,7 +26,7 @@ fn the_overview_answers_the_model_page_questions() {
     h.get_by_label_contains("✔ parameters: the config's shapes give");
     h.get_by_label("No __metadata__.");
     // A largest tensor opens in the tensor view; Escape comes back.
-    h.get_by_role_and_label(Role::Link, "model.embed_tokens.weight")
+    h.get_by_role_and_label(Role::Link, "largest: model.embed_tokens.weight")
         .click();
     h.run_steps(2);
     super::settle(&mut h);
@@ -36,7 +36,8 @@ fn the_overview_answers_the_model_page_questions() {
     h.run_steps(2);
     h.get_by_label("Per dtype");
     // Its own page, also with a tensor selected.
-    h.get_by_label("model.layers.0.input_layernorm.weight").click();
+    h.get_by_label("model.layers.0.input_layernorm.weight")
+        .click();
     h.run_steps(2);
     h.get_by_label("Overview").click();
     h.run_steps(2);

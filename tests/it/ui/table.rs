@@ -236,3 +236,47 @@ fn keyboard_shortcuts_and_the_theme() {
     h.run_steps(2);
     assert_eq!(h.ctx.theme(), egui::Theme::Dark);
 }
+
+/// In the tree, numbered layers fold into one pattern line; open, it shows
+/// the per-layer template and the one layer that differs, which a click
+/// selects; the layers themselves are still there to open.
+#[test]
+fn numbered_layers_fold_into_a_pattern_with_the_odd_layer_highlighted() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = crate::fixtures::llama_like(dir.path(), 6, Some(3));
+    let mut h = harness(
+        State {
+            tree_view: true,
+            ..State::default()
+        },
+        no_dialog(),
+    );
+    open(&mut h, &path);
+    h.get_by_label("⏵ model").click();
+    h.run_steps(2);
+    h.get_by_label("⏵ layers.[0-5]").click();
+    h.run_steps(2);
+    h.get_by_label("6 × 9 tensors");
+    h.get_by_label("1 layer differs");
+    // The template: each role once, with the dtype most layers have.
+    assert_eq!(h.query_all_by_label("template").count(), 9);
+    h.get_by_label("self_attn.q_proj.weight");
+    h.get_by_label("mlp.down_proj.weight");
+    // The odd layer, highlighted; a click selects its tensor.
+    h.get_by_label("⚠ layer 3: mlp.down_proj.weight is F16, not F32")
+        .click();
+    h.run_steps(2);
+    super::settle(&mut h);
+    h.get_by_label("1 selected");
+    assert!(
+        h.query_all_by_label("model.layers.3.mlp.down_proj.weight")
+            .count()
+            >= 1
+    );
+    // The layers are listed under the template, to open one by one.
+    h.get_by_label("⏵ 4").click();
+    h.run_steps(2);
+    h.get_by_label("⏵ mlp").click();
+    h.run_steps(2);
+    h.get_by_label("⏵ gate_proj");
+}

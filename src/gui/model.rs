@@ -71,6 +71,10 @@ pub struct ScanFigures {
     pub max: Option<f64>,
     /// Standard deviation of finite values.
     pub std: Option<f64>,
+    /// Mean of finite values.
+    pub mean: Option<f64>,
+    /// sqrt(Σx²) of finite values.
+    pub l2_norm: Option<f64>,
     /// NaN + ±Inf count.
     pub non_finite: u64,
     /// Finite values beyond 6σ of the mean (`None` without a std).

@@ -74,6 +74,8 @@ fn figures_of(v: &stats::ValueStats) -> ScanFigures {
         min: v.min.map(Scalar::to_f64),
         max: v.max.map(Scalar::to_f64),
         std: v.std,
+        mean: v.mean,
+        l2_norm: v.l2_norm,
         non_finite: v.nan + v.pos_inf + v.neg_inf,
         outliers: v.outliers_6sigma,
         max_abs_over_std: v.max_abs_over_std,

@@ -10,6 +10,7 @@ mod diff_pair;
 mod diff_table;
 mod error_pane;
 mod heatmap;
+mod layers;
 mod overview;
 mod picker;
 mod quant;

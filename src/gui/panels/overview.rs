@@ -9,7 +9,7 @@ use eframe::egui;
 
 use crate::gui::command::Command;
 use crate::gui::safe_text;
-use crate::gui::state::{SelectMode, Tab};
+use crate::gui::state::{SelectMode, Tab, ViewState};
 use crate::text::{elide_middle, fmt_shape, human_bytes, human_count};
 
 /// Metadata keys worth showing first when a file has them.
@@ -27,7 +27,7 @@ const KNOWN_KEYS: [&str; 10] = [
 ];
 
 /// Draws the overview of the tab's checkpoint.
-pub fn overview_ui(ui: &mut egui::Ui, tab: &Tab, out: &mut Vec<Command>) {
+pub fn overview_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &mut Vec<Command>) {
     let Some(loaded) = tab.loaded() else {
         return;
     };
@@ -125,6 +125,7 @@ pub fn overview_ui(ui: &mut egui::Ui, tab: &Tab, out: &mut Vec<Command>) {
                             ui.weak("(scanning…)");
                         }
                     });
+                    super::layers::layer_chart_ui(ui, tab, view, out);
                 }
                 None => {
                     ui.weak("Scan whole file (above) to count the tensors with NaN/Inf, the all-zero ones and the outliers.");

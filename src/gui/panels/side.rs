@@ -25,7 +25,7 @@ pub fn side_panel_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &m
     ui.separator();
     match view.page {
         SidePage::Tensor => tensor::tensor_view_ui(ui, tab, view, out),
-        SidePage::Overview => super::overview::overview_ui(ui, tab, out),
+        SidePage::Overview => super::overview::overview_ui(ui, tab, view, out),
         SidePage::File => file_ui(ui, tab),
         SidePage::Metadata => metadata_ui(ui, tab, view, out),
     }

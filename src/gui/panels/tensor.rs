@@ -32,7 +32,7 @@ pub fn tensor_view_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &
     ui.separator();
     let Some(index) = tab.table.cursor else {
         ui.weak("Select a tensor in the table to see its values and statistics.");
-        super::overview::overview_ui(ui, tab, out);
+        super::overview::overview_ui(ui, tab, view, out);
         return;
     };
     let Some((tref, info)) = ck.entry(index) else {

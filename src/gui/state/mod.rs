@@ -22,8 +22,8 @@ pub use dialogs::{
 };
 pub use tab::{Loaded, MetaEntry, SelectMode, Tab, TableState};
 pub use tensor::{
-    HeatKey, HistKind, ScanProgress, ScanState, ScanSummary, Section, SidePage, StatsKey,
-    TensorState, ViewState,
+    HeatKey, HistKind, LayerLines, LayerStat, MAX_LAYER_LINES, ScanProgress, ScanState,
+    ScanSummary, Section, SidePage, StatsKey, TensorState, ViewState,
 };
 
 use super::dialog::DialogResult;

@@ -12,6 +12,7 @@ use crate::gui::model::ScanFigures;
 use crate::gui::task::Task;
 use crate::stats::heatmap::{Heatmap, HeatmapError, HeatmapRequest, Pooling};
 use crate::stats::{StatsError, TensorStats};
+use egui_plot::PlotPoint;
 
 /// Per-tensor statistics kept, so going back to a tensor shows them at once.
 const STATS_KEPT: usize = 64;
@@ -170,6 +171,167 @@ pub enum SidePage {
     Metadata,
 }
 
+/// A statistic of the scan, per layer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LayerStat {
+    /// Standard deviation.
+    #[default]
+    Std,
+    /// max |x|.
+    MaxAbs,
+    /// L2 norm.
+    L2,
+    /// Mean.
+    Mean,
+    /// NaN + Inf count.
+    NonFinite,
+    /// Values beyond 6σ.
+    Outliers,
+}
+
+impl LayerStat {
+    /// Every statistic, in the menu's order.
+    pub const ALL: [LayerStat; 6] = [
+        LayerStat::Std,
+        LayerStat::MaxAbs,
+        LayerStat::L2,
+        LayerStat::Mean,
+        LayerStat::NonFinite,
+        LayerStat::Outliers,
+    ];
+
+    /// Its name in the menu and on the axis.
+    pub fn label(self) -> &'static str {
+        match self {
+            LayerStat::Std => "std",
+            LayerStat::MaxAbs => "max |x|",
+            LayerStat::L2 => "L2 norm",
+            LayerStat::Mean => "mean",
+            LayerStat::NonFinite => "NaN + Inf",
+            LayerStat::Outliers => "beyond 6σ",
+        }
+    }
+
+    /// Its value in a tensor's scan figures.
+    pub fn of(self, f: &ScanFigures) -> Option<f64> {
+        match self {
+            LayerStat::Std => f.std,
+            LayerStat::MaxAbs => match (f.min, f.max) {
+                (Some(lo), Some(hi)) => Some(lo.abs().max(hi.abs())),
+                _ => None,
+            },
+            LayerStat::L2 => f.l2_norm,
+            LayerStat::Mean => f.mean,
+            LayerStat::NonFinite => Some(f.non_finite as f64),
+            LayerStat::Outliers => f.outliers.map(|o| o as f64),
+        }
+    }
+}
+
+/// The per-layer chart's lines: one per role.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LayerLines {
+    /// `(role, points [layer, value], the tensor of each point)`, roles in
+    /// name order.
+    pub lines: Vec<(String, Vec<PlotPoint>, Vec<usize>)>,
+    /// Roles left out beyond [`MAX_LAYER_LINES`].
+    pub dropped: usize,
+}
+
+/// Lines the per-layer chart draws at most (the roles with most points).
+pub const MAX_LAYER_LINES: usize = 24;
+
+impl LayerLines {
+    /// The lines of `stat` over the tensors named `name(i)` with scan
+    /// figures `figures[i]`. A tensor's layer is the first number in its
+    /// name and its role the rest after it; further numbers (experts)
+    /// become `*` and such a role keeps its largest value per layer.
+    pub fn build<'a>(
+        figures: &[Option<ScanFigures>],
+        name: impl Fn(usize) -> &'a str,
+        stat: LayerStat,
+    ) -> Self {
+        use std::collections::BTreeMap;
+        let mut roles: BTreeMap<String, BTreeMap<u64, (f64, usize)>> = BTreeMap::new();
+        for (i, f) in figures.iter().enumerate() {
+            let Some(value) = f
+                .as_ref()
+                .and_then(|f| stat.of(f))
+                .filter(|v| v.is_finite())
+            else {
+                continue;
+            };
+            let n = name(i);
+            let parts: Vec<&str> = n.split('.').collect();
+            let number = |p: &str| !p.is_empty() && p.bytes().all(|c| c.is_ascii_digit());
+            let Some(k) = parts.iter().position(|p| number(p)) else {
+                continue;
+            };
+            let Some(layer) = parts.get(k).and_then(|p| p.parse::<u64>().ok()) else {
+                continue;
+            };
+            let rest: Vec<&str> = parts
+                .iter()
+                .skip(k + 1)
+                .map(|p| if number(p) { "*" } else { p })
+                .collect();
+            let role = if rest.is_empty() {
+                "(layer)".to_owned()
+            } else {
+                rest.join(".")
+            };
+            let slot = roles
+                .entry(role)
+                .or_default()
+                .entry(layer)
+                .or_insert((value, i));
+            if value > slot.0 {
+                *slot = (value, i);
+            }
+        }
+        let mut lines: Vec<(String, Vec<PlotPoint>, Vec<usize>)> = roles
+            .into_iter()
+            .map(|(role, layers)| {
+                let points = layers
+                    .iter()
+                    .map(|(l, (v, _))| PlotPoint::new(*l as f64, *v))
+                    .collect();
+                let tensors = layers.values().map(|(_, i)| *i).collect();
+                (role, points, tensors)
+            })
+            .collect();
+        let mut dropped = 0;
+        if lines.len() > MAX_LAYER_LINES {
+            lines.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then_with(|| a.0.cmp(&b.0)));
+            dropped = lines.len() - MAX_LAYER_LINES;
+            lines.truncate(MAX_LAYER_LINES);
+            lines.sort_by(|a, b| a.0.cmp(&b.0));
+        }
+        Self { lines, dropped }
+    }
+
+    /// The tensor of the point nearest to `at` (in screen points, through
+    /// `to_screen`), when one lies within `radius`.
+    pub fn nearest(
+        &self,
+        at: [f32; 2],
+        radius: f32,
+        to_screen: impl Fn(&PlotPoint) -> [f32; 2],
+    ) -> Option<usize> {
+        let mut best: Option<(f32, usize)> = None;
+        for (_, points, tensors) in &self.lines {
+            for (p, &t) in points.iter().zip(tensors) {
+                let s = to_screen(p);
+                let d = (s[0] - at[0]).hypot(s[1] - at[1]);
+                if d <= radius && best.is_none_or(|(bd, _)| d < bd) {
+                    best = Some((d, t));
+                }
+            }
+        }
+        best.map(|(_, t)| t)
+    }
+}
+
 /// Which part of the tensor view is open.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Section {
@@ -246,6 +408,11 @@ pub struct ViewState {
     pub scroll_to: Option<usize>,
     /// Draw the per-layer chart above the diff table.
     pub show_layer_chart: bool,
+    /// The statistic the overview's per-layer chart plots.
+    pub layer_stat: LayerStat,
+    /// Its lines, for the scan generation and statistic they were built
+    /// for (rebuilt only when either changes).
+    pub layer_lines: Option<(u64, LayerStat, LayerLines)>,
     /// The |Δ| map's texture and the pair it shows.
     pub delta_texture: Option<(usize, egui::TextureHandle)>,
 }
@@ -273,7 +440,65 @@ impl Default for ViewState {
             focus_filter: false,
             scroll_to: None,
             show_layer_chart: true,
+            layer_stat: LayerStat::default(),
+            layer_lines: None,
             delta_texture: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod layer_tests {
+    use super::*;
+
+    fn fig(std: f64) -> ScanFigures {
+        ScanFigures {
+            std: Some(std),
+            ..ScanFigures::default()
+        }
+    }
+
+    #[test]
+    fn lines_per_role_with_experts_folded_and_a_cap() {
+        let names = [
+            "model.layers.0.mlp.experts.0.w1",
+            "model.layers.0.mlp.experts.1.w1",
+            "model.layers.1.mlp.experts.0.w1",
+            "model.layers.1.q.weight",
+            "model.norm.weight",
+            "model.layers.2",
+        ];
+        let figures = [
+            Some(fig(1.0)),
+            Some(fig(3.0)),
+            Some(fig(2.0)),
+            Some(fig(5.0)),
+            Some(fig(9.0)),
+            None,
+        ];
+        let lines = LayerLines::build(&figures, |i| names[i], LayerStat::Std);
+        let roles: Vec<&str> = lines.lines.iter().map(|(r, _, _)| r.as_str()).collect();
+        assert_eq!(roles, ["mlp.experts.*.w1", "q.weight"]);
+        // Layer 0's experts: the larger value, and its tensor.
+        let (_, points, tensors) = &lines.lines[0];
+        assert_eq!(
+            points.iter().map(|p| (p.x, p.y)).collect::<Vec<_>>(),
+            [(0.0, 3.0), (1.0, 2.0)]
+        );
+        assert_eq!(tensors, &[1, 2]);
+        // Nearest point on screen (here the plot's own coordinates).
+        let to_screen = |p: &PlotPoint| [p.x as f32 * 10.0, p.y as f32 * 10.0];
+        assert_eq!(lines.nearest([10.0, 49.0], 5.0, to_screen), Some(3));
+        assert_eq!(lines.nearest([100.0, 100.0], 5.0, to_screen), None);
+        // More roles than the cap: those with most layers stay.
+        let many: Vec<String> = (0..40)
+            .map(|r| format!("layers.{}.r{r:02}", i32::from(r >= 30)))
+            .chain((0..30).map(|r| format!("layers.1.r{r:02}")))
+            .collect();
+        let figures = vec![Some(fig(1.0)); many.len()];
+        let lines = LayerLines::build(&figures, |i| many[i].as_str(), LayerStat::Std);
+        assert_eq!(lines.lines.len(), MAX_LAYER_LINES);
+        assert_eq!(lines.dropped, 40 - MAX_LAYER_LINES);
+        assert!(lines.lines.iter().all(|(_, p, _)| p.len() == 2));
     }
 }

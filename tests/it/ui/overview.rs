@@ -66,3 +66,54 @@ fn a_config_that_disagrees_with_the_tensors_is_flagged() {
     h.get_by_label_contains("config.json is not valid JSON");
     h.get_by_label("Per dtype");
 }
+
+/// After a scan the overview charts a statistic per layer, one line per
+/// role; a click on a point selects its tensor.
+#[test]
+fn the_per_layer_chart_selects_the_tensor_clicked() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = llama_like(dir.path(), 6, None);
+    let mut h = harness(State::default(), no_dialog());
+    open(&mut h, &path);
+    assert!(h.query_by_label("per-layer chart").is_none(), "no scan yet");
+    h.get_by_label("Scan whole file").click();
+    super::settle(&mut h);
+    h.run_steps(2);
+    h.get_by_label("Per layer:");
+    let rect = h.get_by_label("per-layer chart").rect();
+    // The spread grows with the layer: the top right holds layer 5's
+    // points. Click there, nearer and nearer, until one is hit.
+    let mut picked = false;
+    'sweep: for dy in (10..90).step_by(6) {
+        for dx in (4..120).step_by(6) {
+            let pos = egui::pos2(rect.right() - dx as f32, rect.top() + dy as f32);
+            h.hover_at(pos);
+            h.drag_at(pos);
+            h.event(egui::Event::PointerButton {
+                pos,
+                button: egui::PointerButton::Primary,
+                pressed: false,
+                modifiers: egui::Modifiers::NONE,
+            });
+            h.run_steps(2);
+            if h.query_by_label("1 selected").is_some() {
+                picked = true;
+                break 'sweep;
+            }
+        }
+    }
+    assert!(picked, "a click on the chart selects a tensor");
+    super::settle(&mut h);
+    assert!(
+        h.query_all_by_label_contains("model.layers.5.").count() >= 1,
+        "the tensor of a layer-5 point is shown"
+    );
+    // Another statistic: the lines are built again.
+    h.key_press(egui::Key::Escape);
+    h.run_steps(2);
+    h.get_by_value("std").click();
+    h.run_steps(2);
+    h.get_by_label("L2 norm").click();
+    h.run_steps(2);
+    h.get_by_label("per-layer chart");
+}

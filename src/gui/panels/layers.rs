@@ -1,0 +1,89 @@
+//! The per-layer chart of a scan: a statistic of every tensor against its
+//! layer number, one line per role (`self_attn.q_proj.weight`, …,
+//! `input_layernorm.weight`), the value under the cursor, a click selecting
+//! the tensor of the nearest point. An exploding or a dead layer shows at
+//! a glance. Its lines are built once per scan generation and statistic
+//! (kept in the tab's view state), never per frame.
+
+use eframe::egui;
+use egui_plot::{Corner, Legend, Line, Plot, PlotPoints, Points};
+
+use crate::gui::command::Command;
+use crate::gui::state::{LayerLines, LayerStat, SelectMode, Tab, ViewState};
+
+/// How close (in points) a click must land to a point to select it.
+const PICK_RADIUS: f32 = 12.0;
+
+/// Draws the chart, once a scan has figures.
+pub fn layer_chart_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &mut Vec<Command>) {
+    let (Some(loaded), Some(scan)) = (tab.loaded(), tab.tensor.scan.as_ref()) else {
+        return;
+    };
+    ui.horizontal(|ui| {
+        ui.label("Per layer:");
+        egui::ComboBox::from_id_salt("layer_stat")
+            .selected_text(view.layer_stat.label())
+            .show_ui(ui, |ui| {
+                for s in LayerStat::ALL {
+                    ui.selectable_value(&mut view.layer_stat, s, s.label());
+                }
+            });
+    });
+    let stat = view.layer_stat;
+    let fresh = matches!(&view.layer_lines, Some((g, s, _)) if *g == scan.generation && *s == stat);
+    if !fresh {
+        let ck = &loaded.ck;
+        let quant = loaded.quant.as_deref();
+        let name = |i: usize| match quant.and_then(|q| q.logical_at(i)) {
+            Some(lt) => lt.name(),
+            None => ck.entry(i).map_or("", |(_, info)| info.name()),
+        };
+        let lines = LayerLines::build(&scan.figures, name, stat);
+        view.layer_lines = Some((scan.generation, stat, lines));
+    }
+    let Some((_, _, lines)) = &view.layer_lines else {
+        return;
+    };
+    if lines.lines.is_empty() {
+        ui.weak("No numbered layers (names such as layers.12) with this figure yet.");
+        return;
+    }
+    let response = Plot::new("overview_layer_chart")
+        .height(230.0)
+        .allow_scroll(false)
+        // Low layers sit low: the legend's corner stays clear of points.
+        .legend(Legend::default().position(Corner::LeftTop))
+        .x_axis_label("layer")
+        .y_axis_label(stat.label())
+        .show(ui, |p| {
+            for (role, points, _) in &lines.lines {
+                p.line(Line::new(role.clone(), PlotPoints::Borrowed(points)));
+                p.points(Points::new(role.clone(), PlotPoints::Borrowed(points)).radius(2.5));
+            }
+        });
+    response
+        .response
+        .widget_info(|| egui::WidgetInfo::labeled(egui::Role::Image, true, "per-layer chart"));
+    if lines.dropped > 0 {
+        ui.weak(format!(
+            "{} more roles not drawn (the {} with most layers are)",
+            lines.dropped,
+            crate::gui::state::MAX_LAYER_LINES
+        ));
+    }
+    if response.response.clicked()
+        && let Some(pos) = response.response.interact_pointer_pos()
+    {
+        let transform = response.transform;
+        let picked = lines.nearest([pos.x, pos.y], PICK_RADIUS, |p| {
+            let s = transform.position_from_point(p);
+            [s.x, s.y]
+        });
+        if let Some(index) = picked {
+            out.push(Command::Select {
+                index,
+                mode: SelectMode::Replace,
+            });
+        }
+    }
+}

@@ -14,6 +14,31 @@ use crate::gui::state::{LayerLines, LayerStat, SelectMode, Tab, ViewState};
 /// How close (in points) a click must land to a point to select it.
 const PICK_RADIUS: f32 = 12.0;
 
+/// The legend's names: a role's last part without `.weight`
+/// (`self_attn.q_proj.weight` → `q_proj`), the whole role where two would
+/// share a name.
+fn legend_names(lines: &LayerLines) -> Vec<String> {
+    let short: Vec<&str> = lines
+        .lines
+        .iter()
+        .map(|(role, _, _)| {
+            let r = role.strip_suffix(".weight").unwrap_or(role);
+            r.rsplit('.').next().unwrap_or(r)
+        })
+        .collect();
+    short
+        .iter()
+        .zip(&lines.lines)
+        .map(|(s, (role, _, _))| {
+            if short.iter().filter(|t| *t == s).count() > 1 {
+                role.clone()
+            } else {
+                (*s).to_owned()
+            }
+        })
+        .collect()
+}
+
 /// Draws the chart, once a scan has figures.
 pub fn layer_chart_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &mut Vec<Command>) {
     let (Some(loaded), Some(scan)) = (tab.loaded(), tab.tensor.scan.as_ref()) else {
@@ -48,17 +73,26 @@ pub fn layer_chart_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &
         ui.weak("No numbered layers (names such as layers.12) with this figure yet.");
         return;
     }
+    let names = legend_names(lines);
     let response = Plot::new("overview_layer_chart")
-        .height(230.0)
+        .height(260.0)
         .allow_scroll(false)
         // Low layers sit low: the legend's corner stays clear of points.
         .legend(Legend::default().position(Corner::LeftTop))
         .x_axis_label("layer")
         .y_axis_label(stat.label())
         .show(ui, |p| {
-            for (role, points, _) in &lines.lines {
-                p.line(Line::new(role.clone(), PlotPoints::Borrowed(points)));
-                p.points(Points::new(role.clone(), PlotPoints::Borrowed(points)).radius(2.5));
+            for (k, ((_, points, _), name)) in lines.lines.iter().zip(&names).enumerate() {
+                // One colour per role, for its line, its points and its
+                // legend entry (spread round the hue circle).
+                let hue = (k as f32 * 0.618_034).fract();
+                let color: egui::Color32 = egui::epaint::Hsva::new(hue, 0.75, 0.85, 1.0).into();
+                p.line(Line::new(name.clone(), PlotPoints::Borrowed(points)).color(color));
+                p.points(
+                    Points::new(name.clone(), PlotPoints::Borrowed(points))
+                        .color(color)
+                        .radius(2.5),
+                );
             }
         });
     response

@@ -59,6 +59,29 @@ pub fn overview_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &mut
             ui.add_space(6.0);
             section(ui, "Per dtype");
             dtype_bars_ui(ui, per_dtype, all.bytes);
+            section(ui, "Values");
+            match tab.tensor.scan.as_ref() {
+                Some(scan) => {
+                    let s = &scan.summary;
+                    let warn = ui.visuals().warn_fg_color;
+                    ui.horizontal_wrapped(|ui| {
+                        let nan = format!("{} tensors with NaN/Inf", s.non_finite_tensors);
+                        if s.non_finite_tensors > 0 {
+                            ui.colored_label(warn, nan);
+                        } else {
+                            ui.label(nan);
+                        }
+                        ui.label(format!("· {} all-zero", s.all_zero_tensors));
+                        if scan.task.is_running() {
+                            ui.weak("(scanning…)");
+                        }
+                    });
+                    super::layers::layer_chart_ui(ui, tab, view, out);
+                }
+                None => {
+                    ui.weak("Scan whole file (above) to count the tensors with NaN/Inf, the all-zero ones and the outliers.");
+                }
+            }
             section(ui, "Largest tensors");
             for &i in &ov.largest {
                 let Some((_, info)) = ck.entry(i) else {
@@ -107,29 +130,6 @@ pub fn overview_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &mut
                     }
                     ui.weak(facts);
                 });
-            }
-            section(ui, "Values");
-            match tab.tensor.scan.as_ref() {
-                Some(scan) => {
-                    let s = &scan.summary;
-                    let warn = ui.visuals().warn_fg_color;
-                    ui.horizontal_wrapped(|ui| {
-                        let nan = format!("{} tensors with NaN/Inf", s.non_finite_tensors);
-                        if s.non_finite_tensors > 0 {
-                            ui.colored_label(warn, nan);
-                        } else {
-                            ui.label(nan);
-                        }
-                        ui.label(format!("· {} all-zero", s.all_zero_tensors));
-                        if scan.task.is_running() {
-                            ui.weak("(scanning…)");
-                        }
-                    });
-                    super::layers::layer_chart_ui(ui, tab, view, out);
-                }
-                None => {
-                    ui.weak("Scan whole file (above) to count the tensors with NaN/Inf, the all-zero ones and the outliers.");
-                }
             }
             section(ui, "Architecture (config.json)");
             arch_ui(ui, ov.arch.as_ref(), &ov.checks);

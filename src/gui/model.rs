@@ -3,7 +3,7 @@
 //! Plain functions over indices into a checkpoint's tensor list.
 
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use regex::Regex;
 
@@ -437,20 +437,21 @@ struct Facts<'a> {
     quant: Option<&'a QuantRows>,
 }
 
-impl Facts<'_> {
-    fn name(&self, i: usize) -> &str {
+impl<'a> Facts<'a> {
+    fn name(&self, i: usize) -> &'a str {
         match self.quant.and_then(|q| q.logical_at(i)) {
             Some(lt) => lt.name(),
             None => self.ck.entry(i).map_or("", |(_, info)| info.name()),
         }
     }
 
-    fn dtype_shape(&self, i: usize) -> (String, Vec<u64>) {
+    fn dtype_shape(&self, i: usize) -> (&'a str, &'a [u64]) {
         match self.quant.and_then(|q| q.logical_at(i)) {
-            Some(lt) => (lt.label().to_owned(), lt.shape().to_vec()),
-            None => self.ck.entry(i).map_or_else(Default::default, |(_, info)| {
-                (info.dtype().name().to_owned(), info.shape().to_vec())
-            }),
+            Some(lt) => (lt.label(), lt.shape()),
+            None => self
+                .ck
+                .entry(i)
+                .map_or(("", &[]), |(_, info)| (info.dtype().name(), info.shape())),
         }
     }
 
@@ -473,27 +474,15 @@ struct Node {
 }
 
 impl Node {
-    /// Every tensor under the node, with its name below it.
-    fn gather(&self, rel: &str, out: &mut Vec<(String, usize)>, facts: &Facts<'_>) {
+    /// Every tensor under the node, with its name below it: the end of its
+    /// name after `skip` bytes (the node's own dotted prefix and a dot).
+    fn gather<'a>(&self, skip: usize, out: &mut Vec<(&'a str, usize)>, facts: &Facts<'a>) {
         for &i in &self.tensors {
             let name = facts.name(i);
-            let last = name.rsplit('.').next().unwrap_or(name);
-            out.push((
-                if rel.is_empty() {
-                    last.to_owned()
-                } else {
-                    format!("{rel}.{last}")
-                },
-                i,
-            ));
+            out.push((name.get(skip..).unwrap_or(name), i));
         }
-        for (key, child) in &self.children {
-            let r = if rel.is_empty() {
-                key.clone()
-            } else {
-                format!("{rel}.{key}")
-            };
-            child.gather(&r, out, facts);
+        for child in self.children.values() {
+            child.gather(skip, out, facts);
         }
     }
 }
@@ -515,23 +504,23 @@ struct Template {
 /// layer): each role that more than half of the layers have, with the
 /// dtype and shape most of them have; a layer differs when it lacks a
 /// role, has another, or has another dtype or shape.
-fn template(layers: &[(u64, Vec<(String, usize)>)], facts: &Facts<'_>) -> Template {
-    let mut seen: BTreeMap<&str, BTreeMap<(String, Vec<u64>), usize>> = BTreeMap::new();
+fn template<'a>(layers: &[(u64, Vec<(&'a str, usize)>)], facts: &Facts<'a>) -> Template {
+    let mut seen: HashMap<&str, HashMap<(&str, &[u64]), usize>> = HashMap::new();
     let mut order: Vec<&str> = Vec::new();
-    let mut first: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut first: HashMap<&str, usize> = HashMap::new();
     for (_, tensors) in layers {
-        for (role, i) in tensors {
-            let kinds = seen.entry(role.as_str()).or_insert_with(|| {
-                order.push(role.as_str());
-                BTreeMap::new()
+        for &(role, i) in tensors {
+            let kinds = seen.entry(role).or_insert_with(|| {
+                order.push(role);
+                HashMap::new()
             });
-            *kinds.entry(facts.dtype_shape(*i)).or_insert(0) += 1;
-            first.entry(role.as_str()).or_insert(*i);
+            *kinds.entry(facts.dtype_shape(i)).or_insert(0) += 1;
+            first.entry(role).or_insert(i);
         }
     }
     let majority = layers.len() / 2;
     let mut roles = Vec::new();
-    let mut typical: BTreeMap<&str, (String, Vec<u64>)> = BTreeMap::new();
+    let mut typical: BTreeMap<&str, (&str, &[u64])> = BTreeMap::new();
     for role in order {
         let Some(kinds) = seen.get(role) else {
             continue;
@@ -540,14 +529,19 @@ fn template(layers: &[(u64, Vec<(String, usize)>)], facts: &Facts<'_>) -> Templa
         if having <= majority {
             continue;
         }
-        let Some(((dtype, shape), _)) = kinds.iter().max_by_key(|(_, c)| **c) else {
+        // The most common kind; ties to the smallest, so the choice does
+        // not depend on the map's order.
+        let Some((&(dtype, shape), _)) = kinds
+            .iter()
+            .max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)))
+        else {
             continue;
         };
-        typical.insert(role, (dtype.clone(), shape.clone()));
+        typical.insert(role, (dtype, shape));
         roles.push((
             role.to_owned(),
-            dtype.clone(),
-            shape.clone(),
+            dtype.to_owned(),
+            shape.to_vec(),
             having,
             first.get(role).copied().unwrap_or(0),
         ));
@@ -562,28 +556,29 @@ fn template(layers: &[(u64, Vec<(String, usize)>)], facts: &Facts<'_>) -> Templa
                 odd.push((format!("layer {number}: {text}"), tensor));
             }
         };
-        for (role, i) in tensors {
-            match typical.get(role.as_str()) {
-                None => note(format!("has {role}, which most layers lack"), Some(*i)),
-                Some((dtype, shape)) => {
-                    let (d, sh) = facts.dtype_shape(*i);
-                    if &d != dtype {
-                        note(format!("{role} is {d}, not {dtype}"), Some(*i));
-                    } else if &sh != shape {
+        for &(role, i) in tensors {
+            match typical.get(role) {
+                None => note(format!("has {role}, which most layers lack"), Some(i)),
+                Some(&(dtype, shape)) => {
+                    let (d, sh) = facts.dtype_shape(i);
+                    if d != dtype {
+                        note(format!("{role} is {d}, not {dtype}"), Some(i));
+                    } else if sh != shape {
                         note(
                             format!(
                                 "{role} is {}, not {}",
-                                crate::text::fmt_shape(&sh),
+                                crate::text::fmt_shape(sh),
                                 crate::text::fmt_shape(shape)
                             ),
-                            Some(*i),
+                            Some(i),
                         );
                     }
                 }
             }
         }
+        let present: std::collections::HashSet<&str> = tensors.iter().map(|(r, _)| *r).collect();
         for role in typical.keys() {
-            if !tensors.iter().any(|(r, _)| r == role) {
+            if !present.contains(role) {
                 note(format!("lacks {role}"), None);
             }
         }
@@ -720,12 +715,18 @@ fn pattern(
     facts: &Facts<'_>,
     out: &mut Vec<TreeRow>,
 ) {
-    let mut layers: Vec<(u64, Vec<(String, usize)>)> = Vec::new();
+    let mut layers: Vec<(u64, Vec<(&str, usize)>)> = Vec::new();
     let (mut tensors, mut parameters, mut bytes) = (0usize, 0u64, 0u64);
     for (number, k) in numbers {
         let mut list = Vec::new();
+        // Names under `prefix.k.` keep what follows.
+        let skip = if prefix.is_empty() {
+            k.len() + 1
+        } else {
+            prefix.len() + k.len() + 2
+        };
         if let Some(child) = node.children.get(*k) {
-            child.gather("", &mut list, facts);
+            child.gather(skip, &mut list, facts);
         }
         for (_, i) in &list {
             let (n, b) = facts.size(*i);

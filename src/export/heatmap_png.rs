@@ -31,6 +31,7 @@ pub(super) fn png_bytes(
             pooling: Pooling::MaxAbs,
             max_side: PNG_MAX_SIDE,
             order: opts.bit_order,
+            window: None,
         };
         (shape, req)
     };

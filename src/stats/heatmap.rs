@@ -32,6 +32,22 @@ pub struct HeatmapRequest {
     pub max_side: usize,
     /// Bit order of F6 elements (ignored for every other dtype).
     pub order: BitOrder,
+    /// Only this region of the two axes shown (a zoom); `None` is all of it.
+    pub window: Option<HeatWindow>,
+}
+
+/// A region of the two axes a heatmap shows: rows `row0..row1` and
+/// columns `col0..col1` (clamped to the axes; an empty one is all of it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct HeatWindow {
+    /// First row.
+    pub row0: u64,
+    /// One past the last row.
+    pub row1: u64,
+    /// First column.
+    pub col0: u64,
+    /// One past the last column.
+    pub col1: u64,
 }
 
 /// A computed heatmap: cell values and the colour range, with the tensor
@@ -50,10 +66,14 @@ pub struct Heatmap {
     pub min: Option<f64>,
     /// Largest finite cell value (the colour map's high end).
     pub max: Option<f64>,
-    /// Tensor rows (along `row_axis`).
+    /// Tensor rows (along `row_axis`) covered.
     pub rows: u64,
-    /// Tensor columns (along `col_axis`).
+    /// Tensor columns (along `col_axis`) covered.
     pub cols: u64,
+    /// The first row covered (not 0 in a zoom).
+    pub row0: u64,
+    /// The first column covered.
+    pub col0: u64,
 }
 
 impl Heatmap {
@@ -78,6 +98,8 @@ impl Heatmap {
             non_finite,
             min,
             max,
+            row0: 0,
+            col0: 0,
             rows,
             cols,
         }
@@ -188,8 +210,17 @@ pub fn compute_with(
         }
         base = base.saturating_add(idx.saturating_mul(strides[axis]));
     }
-    let rows = shape2[ra];
-    let cols = shape2[ca];
+    // The region shown: the window, clamped, or the whole axes.
+    let (first_row, rows, first_col, cols) = match req.window {
+        Some(w) => {
+            let r0 = w.row0.min(shape2[ra] - 1);
+            let r1 = w.row1.clamp(r0 + 1, shape2[ra]);
+            let c0 = w.col0.min(shape2[ca] - 1);
+            let c1 = w.col1.clamp(c0 + 1, shape2[ca]);
+            (r0, r1 - r0, c0, c1 - c0)
+        }
+        None => (0, shape2[ra], 0, shape2[ca]),
+    };
     let side = req.max_side.max(1) as u64;
     let height = rows.min(side) as usize;
     let width = cols.min(side) as usize;
@@ -217,7 +248,7 @@ pub fn compute_with(
     for r in 0..rows {
         cancel.check()?;
         let row_bin = (r as u128 * height as u128 / rows as u128) as usize;
-        let row_base = base.saturating_add(r.saturating_mul(strides[ra]));
+        let row_base = base.saturating_add((first_row + r).saturating_mul(strides[ra]));
         let mut c = 0u64;
         while c < cols {
             let n = if contiguous {
@@ -225,7 +256,7 @@ pub fn compute_with(
             } else {
                 1
             };
-            let first = row_base.saturating_add(c.saturating_mul(strides[ca]));
+            let first = row_base.saturating_add((first_col + c).saturating_mul(strides[ca]));
             let got = decode(first, &mut buf[..n]);
             if got == 0 {
                 break;
@@ -254,9 +285,10 @@ pub fn compute_with(
             .map(|(s, &n)| if n == 0 { f64::NAN } else { s / f64::from(n) })
             .collect(),
     };
-    Ok(Heatmap::from_cells(
-        width, height, cells, non_finite, rows, cols,
-    ))
+    let mut map = Heatmap::from_cells(width, height, cells, non_finite, rows, cols);
+    map.row0 = first_row;
+    map.col0 = first_col;
+    Ok(map)
 }
 
 /// The colour map of heatmaps (GUI and PNG export): diverging (blue,
@@ -345,6 +377,7 @@ mod tests {
             pooling,
             max_side,
             order: BitOrder::LsbFirst,
+            window: None,
         }
     }
 
@@ -373,6 +406,54 @@ mod tests {
         )
         .expect("ok");
         assert_eq!(h.cells, [5.0, 7.0, 13.0, 15.0]);
+    }
+
+    /// A zoom: the window's elements only, pooled at their own scale; a
+    /// window past the axes is clamped, an empty one widened to a cell.
+    #[test]
+    fn a_window_zooms_into_a_region() {
+        let v: Vec<f32> = (0..48).map(|i| i as f32).collect();
+        let zoom = |w: HeatWindow, side: usize| {
+            let r = HeatmapRequest {
+                window: Some(w),
+                ..req(0, 1, vec![], Pooling::Mean, side)
+            };
+            compute(
+                Dtype::F32,
+                &[6, 8],
+                &f32s(&v),
+                &r,
+                &CancelToken::new(),
+                &Progress::new(),
+            )
+            .expect("ok")
+        };
+        let w = HeatWindow {
+            row0: 2,
+            row1: 4,
+            col0: 3,
+            col1: 7,
+        };
+        let h = zoom(w, 64);
+        assert_eq!(
+            (h.width, h.height, h.rows, h.cols, h.row0, h.col0),
+            (4, 2, 2, 4, 2, 3)
+        );
+        assert_eq!(h.cells, [19.0, 20.0, 21.0, 22.0, 27.0, 28.0, 29.0, 30.0]);
+        // Pooled again: 2 x 4 elements in 1 x 2 cells.
+        let h = zoom(w, 2);
+        assert_eq!((h.width, h.height), (2, 2));
+        let h = zoom(
+            HeatWindow {
+                row0: 5,
+                row1: 99,
+                col0: 9,
+                col1: 3,
+            },
+            64,
+        );
+        assert_eq!((h.rows, h.cols, h.row0, h.col0), (1, 1, 5, 7));
+        assert_eq!(h.cells, [47.0]);
     }
 
     #[test]

@@ -29,6 +29,7 @@ pub fn heatmap_ui(
     let ndim = info.shape().len();
     if view.heat_tensor != Some(index) {
         view.heat_tensor = Some(index);
+        view.heat_window = None;
         view.heat_rows = ndim.saturating_sub(2);
         view.heat_cols = ndim.saturating_sub(1);
         view.heat_fixed = vec![0; ndim];
@@ -80,6 +81,13 @@ pub fn heatmap_ui(
         ui.colored_label(ui.visuals().warn_fg_color, "Choose two different axes.");
         return;
     }
+    // A zoom holds for the axes and slice it was drawn on.
+    if view.heat_window.as_ref().is_some_and(|(_, r, c, f)| {
+        (*r, *c, f) != (view.heat_rows, view.heat_cols, &view.heat_fixed)
+    }) {
+        view.heat_window = None;
+    }
+    let window = view.heat_window.as_ref().map(|(w, _, _, _)| *w);
     let req = HeatmapRequest {
         row_axis: view.heat_rows,
         col_axis: view.heat_cols,
@@ -87,6 +95,7 @@ pub fn heatmap_ui(
         pooling: view.heat_pooling,
         max_side: 512,
         order: view.f6_order,
+        window,
     };
     let key: HeatKey = (index, req, dequant);
     let task = &tensor.heatmap;
@@ -125,10 +134,20 @@ pub fn heatmap_ui(
                     t
                 }
             };
-            ui.weak(format!(
-                "{} × {} elements shown as {} × {} cells",
-                map.rows, map.cols, map.height, map.width
-            ));
+            ui.horizontal(|ui| {
+                ui.weak(format!(
+                    "{} × {} elements shown as {} × {} cells",
+                    map.rows, map.cols, map.height, map.width
+                ));
+                if view.heat_window.is_some() {
+                    ui.weak(format!("from row {}, column {}", map.row0, map.col0));
+                    if ui.button("Whole tensor").clicked() {
+                        view.heat_window = None;
+                    }
+                } else {
+                    ui.weak("(drag over it to zoom)");
+                }
+            });
             let avail = ui.available_size() - egui::vec2(70.0, 40.0);
             let aspect = map.width as f32 / map.height.max(1) as f32;
             let mut size = egui::vec2(avail.x.max(50.0), avail.x.max(50.0) / aspect);
@@ -136,22 +155,101 @@ pub fn heatmap_ui(
                 size = egui::vec2(avail.y.max(50.0) * aspect, avail.y.max(50.0));
             }
             ui.horizontal_top(|ui| {
-                let r = ui.add(egui::Image::new((texture.id(), size)).sense(egui::Sense::hover()));
-                if let Some(pos) = r.hover_pos() {
-                    let rel = (pos - r.rect.min) / r.rect.size();
-                    let cx = ((rel.x * map.width as f32) as usize).min(map.width.saturating_sub(1));
-                    let cy =
-                        ((rel.y * map.height as f32) as usize).min(map.height.saturating_sub(1));
-                    if let Some(&v) = map.cells.get(cy * map.width + cx) {
-                        let r0 = cy as u64 * map.rows / map.height.max(1) as u64;
-                        let c0 = cx as u64 * map.cols / map.width.max(1) as u64;
-                        r.on_hover_text(format!("rows {r0}…, cols {c0}…: {}", fmt_value(v)));
-                    }
-                }
+                picture_ui(ui, view, map, &texture, size);
                 colour_bar_ui(ui, map, size.y);
             });
         }
     }
+}
+
+/// The picture: the element and value under the cursor, and a dragged
+/// rectangle that becomes the zoom.
+fn picture_ui(
+    ui: &mut egui::Ui,
+    view: &mut ViewState,
+    map: &Heatmap,
+    texture: &egui::TextureHandle,
+    size: egui::Vec2,
+) {
+    let r = ui.add(egui::Image::new((texture.id(), size)).sense(egui::Sense::click_and_drag()));
+    r.widget_info(|| egui::WidgetInfo::labeled(egui::Role::Image, true, "heatmap image"));
+    let cell_at = |pos: egui::Pos2| {
+        let rel = (pos - r.rect.min) / r.rect.size();
+        let cx = ((rel.x.max(0.0) * map.width as f32) as usize).min(map.width.saturating_sub(1));
+        let cy = ((rel.y.max(0.0) * map.height as f32) as usize).min(map.height.saturating_sub(1));
+        (cy, cx)
+    };
+    // Drag a rectangle: the heatmap of that region, pooled
+    // again at its own scale (a job, as the first one).
+    if r.dragged()
+        && let (Some(from), Some(to)) = (
+            ui.input(|i| i.pointer.press_origin()),
+            r.interact_pointer_pos(),
+        )
+    {
+        view.heat_drag = Some((from, to));
+    }
+    if let Some((from, to)) = view.heat_drag {
+        let band = egui::Rect::from_two_pos(from, to).intersect(r.rect);
+        ui.painter().rect_stroke(
+            band,
+            0.0,
+            egui::Stroke::new(1.5, ui.visuals().strong_text_color()),
+            egui::StrokeKind::Inside,
+        );
+        if r.drag_stopped() || !r.dragged() {
+            view.heat_drag = None;
+            let (a, b) = (cell_at(band.min), cell_at(band.max));
+            let (r0, _) = cell_rows(map, a.0);
+            let (_, r1) = cell_rows(map, b.0);
+            let (c0, _) = cell_cols(map, a.1);
+            let (_, c1) = cell_cols(map, b.1);
+            view.heat_window = Some((
+                heatmap::HeatWindow {
+                    row0: r0,
+                    row1: r1,
+                    col0: c0,
+                    col1: c1,
+                },
+                view.heat_rows,
+                view.heat_cols,
+                view.heat_fixed.clone(),
+            ));
+        }
+    } else if let Some(pos) = r.hover_pos() {
+        let (cy, cx) = cell_at(pos);
+        if let Some(&v) = map.cells.get(cy * map.width + cx) {
+            let (r0, r1) = cell_rows(map, cy);
+            let (c0, c1) = cell_cols(map, cx);
+            let place = if r1 - r0 == 1 && c1 - c0 == 1 {
+                format!("element [{r0}, {c0}]")
+            } else {
+                format!("rows {r0}–{}, columns {c0}–{}", r1 - 1, c1 - 1)
+            };
+            r.on_hover_text(format!("{place}: {}", fmt_value(v)));
+        }
+    }
+}
+
+/// The tensor rows `start..end` that cell row `cy` covers.
+fn cell_rows(map: &Heatmap, cy: usize) -> (u64, u64) {
+    // Row r is in cell ⌊r·height/rows⌋: cell k starts at ⌈k·rows/height⌉.
+    let h = map.height.max(1) as u128;
+    let at = |k: u128| (k * u128::from(map.rows)).div_ceil(h) as u64;
+    (
+        map.row0 + at(cy as u128),
+        map.row0 + at(cy as u128 + 1).max(at(cy as u128) + 1),
+    )
+}
+
+/// The tensor columns `start..end` that cell column `cx` covers.
+fn cell_cols(map: &Heatmap, cx: usize) -> (u64, u64) {
+    let w = map.width.max(1) as u128;
+    let at = |k: u128| (k * u128::from(map.cols)).div_ceil(w) as u64;
+    (
+        map.col0 + at(cx as u128),
+        map.col0 + at(cx as u128 + 1).max(at(cx as u128) + 1),
+    )
 }
 
 /// The colour of a cell (the library's colour map, as an egui colour).

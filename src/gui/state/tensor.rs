@@ -10,7 +10,7 @@ use eframe::egui;
 use crate::dtype::decode::BitOrder;
 use crate::gui::model::ScanFigures;
 use crate::gui::task::Task;
-use crate::stats::heatmap::{Heatmap, HeatmapError, HeatmapRequest, Pooling};
+use crate::stats::heatmap::{HeatWindow, Heatmap, HeatmapError, HeatmapRequest, Pooling};
 use crate::stats::{StatsError, TensorStats};
 use egui_plot::PlotPoint;
 
@@ -395,6 +395,11 @@ pub struct ViewState {
     pub heat_pooling: Pooling,
     /// The tensor the heatmap axes were chosen for (new axes for another).
     pub heat_tensor: Option<usize>,
+    /// The region of the two axes the heatmap zooms into (`None`: all),
+    /// with the axes and fixed indices it was chosen for.
+    pub heat_window: Option<(HeatWindow, usize, usize, Vec<u64>)>,
+    /// The rectangle being dragged over the heatmap (screen points).
+    pub heat_drag: Option<(egui::Pos2, egui::Pos2)>,
     /// The heatmap's texture and the key it was drawn from.
     pub heat_texture: Option<(HeatKey, egui::TextureHandle)>,
     /// The tensor the value grid's page belongs to (page one for another).
@@ -434,6 +439,8 @@ impl Default for ViewState {
             heat_fixed: Vec::new(),
             heat_pooling: Pooling::default(),
             heat_tensor: None,
+            heat_window: None,
+            heat_drag: None,
             heat_texture: None,
             values_tensor: None,
             raw_part: None,

@@ -203,6 +203,7 @@ fn png_is_the_heatmap_with_its_colour_map() {
         pooling: Pooling::MaxAbs,
         max_side: 1024,
         order: BitOrder::LsbFirst,
+        window: None,
     };
     let t = ck.find("w").expect("w");
     let map = heatmap::compute(
@@ -231,6 +232,7 @@ fn png_is_the_heatmap_with_its_colour_map() {
             pooling: Pooling::Mean,
             max_side: 64,
             order: BitOrder::LsbFirst,
+            window: None,
         }),
         ..ExportOptions::default()
     };

@@ -195,3 +195,46 @@ fn a_file_cut_short_shows_the_change_where_results_would_be() {
             >= 1
     );
 }
+
+/// The heatmap says which element is under the cursor; a drag zooms into
+/// the region, computed again at its own scale, and back.
+#[test]
+fn the_heatmap_zooms_into_a_dragged_region() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = crate::fixtures::llama_like(dir.path(), 2, None);
+    let mut h = harness(State::default(), no_dialog());
+    open(&mut h, &path);
+    h.get_by_label("model.layers.0.mlp.gate_proj.weight")
+        .click();
+    h.run_steps(2);
+    h.get_by_label("Heatmap").click();
+    settle(&mut h);
+    h.get_by_label("32 × 16 elements shown as 32 × 16 cells");
+    let rect = h.get_by_label("heatmap image").rect();
+    let at = |fx: f32, fy: f32| {
+        egui::pos2(
+            rect.left() + rect.width() * fx,
+            rect.top() + rect.height() * fy,
+        )
+    };
+    // Rows 8..16 and columns 4..8 of the 32 x 16 elements.
+    let (from, to) = (at(0.26, 0.26), at(0.49, 0.49));
+    h.hover_at(from);
+    h.run_steps(1);
+    h.drag_at(from);
+    h.run_steps(1);
+    for k in 1..=4 {
+        let t = k as f32 / 4.0;
+        h.hover_at(from + (to - from) * t);
+        h.run_steps(1);
+    }
+    h.drop_at(to);
+    settle(&mut h);
+    h.run_steps(2);
+    h.get_by_label("8 × 4 elements shown as 8 × 4 cells");
+    h.get_by_label("from row 8, column 4");
+    h.get_by_label("Whole tensor").click();
+    settle(&mut h);
+    h.run_steps(2);
+    h.get_by_label("32 × 16 elements shown as 32 × 16 cells");
+}

@@ -6,7 +6,7 @@
 //! (kept in the tab's view state), never per frame.
 
 use eframe::egui;
-use egui_plot::{Corner, Legend, Line, Plot, PlotPoints, Points};
+use egui_plot::{Line, Plot, PlotPoints, Points};
 
 use crate::gui::command::Command;
 use crate::gui::state::{LayerLines, LayerStat, SelectMode, Tab, ViewState};
@@ -37,6 +37,13 @@ fn legend_names(lines: &LayerLines) -> Vec<String> {
             }
         })
         .collect()
+}
+
+/// One colour per role, for its line, its points and its legend entry
+/// (spread round the hue circle).
+fn role_colour(k: usize) -> egui::Color32 {
+    let hue = (k as f32 * 0.618_034).fract();
+    egui::epaint::Hsva::new(hue, 0.75, 0.85, 1.0).into()
 }
 
 /// Draws the chart, once a scan has figures.
@@ -77,16 +84,11 @@ pub fn layer_chart_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &
     let response = Plot::new("overview_layer_chart")
         .height(260.0)
         .allow_scroll(false)
-        // Low layers sit low: the legend's corner stays clear of points.
-        .legend(Legend::default().position(Corner::LeftTop))
         .x_axis_label("layer")
         .y_axis_label(stat.label())
         .show(ui, |p| {
             for (k, ((_, points, _), name)) in lines.lines.iter().zip(&names).enumerate() {
-                // One colour per role, for its line, its points and its
-                // legend entry (spread round the hue circle).
-                let hue = (k as f32 * 0.618_034).fract();
-                let color: egui::Color32 = egui::epaint::Hsva::new(hue, 0.75, 0.85, 1.0).into();
+                let color = role_colour(k);
                 p.line(Line::new(name.clone(), PlotPoints::Borrowed(points)).color(color));
                 p.points(
                     Points::new(name.clone(), PlotPoints::Borrowed(points))
@@ -98,6 +100,18 @@ pub fn layer_chart_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &
     response
         .response
         .widget_info(|| egui::WidgetInfo::labeled(egui::Role::Image, true, "per-layer chart"));
+    // The legend below the chart, where it hides no point however many
+    // roles there are (the chart names the line under the cursor too).
+    ui.horizontal_wrapped(|ui| {
+        ui.spacing_mut().item_spacing.x = 10.0;
+        for (k, name) in names.iter().enumerate() {
+            ui.label(
+                egui::RichText::new(format!("— {name}"))
+                    .color(role_colour(k))
+                    .small(),
+            );
+        }
+    });
     if lines.dropped > 0 {
         ui.weak(format!(
             "{} more roles not drawn (the {} with most layers are)",

@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use tensorscope::Dtype;
 use tensorscope::format::Checkpoint;
-use tensorscope::format::write::{TensorSource, write_file};
+use tensorscope::format::write::{sources_of, write_file};
 use tensorscope::jobs::{CancelToken, Progress};
 use tensorscope::quant::{self, Dequantizer};
 use tensorscope::stats::{StatsOptions, logical_stats};
@@ -290,16 +290,7 @@ fn cases(n: u64) -> Vec<Case> {
 fn write_case(dir: &Path, case: &Case) -> std::path::PathBuf {
     std::fs::create_dir_all(dir).expect("folder");
     std::fs::write(dir.join("config.json"), case.config).expect("config");
-    let sources: Vec<TensorSource<'_>> = case
-        .tensors
-        .iter()
-        .map(|(name, dtype, shape, data)| TensorSource {
-            name: name.clone(),
-            dtype: *dtype,
-            shape: shape.clone(),
-            data,
-        })
-        .collect();
+    let sources = sources_of(&case.tensors);
     let meta: Option<BTreeMap<String, String>> = case
         .metadata
         .map(|(k, v)| BTreeMap::from([(k.to_owned(), v.to_owned())]));

@@ -29,6 +29,22 @@ pub struct TensorSource<'a> {
     pub data: &'a [u8],
 }
 
+/// A tensor held with its own bytes: `(name, dtype, shape, data)`.
+pub type OwnedTensor = (String, Dtype, Vec<u64>, Vec<u8>);
+
+/// [`TensorSource`]s borrowing `owned`, in its order, for [`write_file`].
+pub fn sources_of(owned: &[OwnedTensor]) -> Vec<TensorSource<'_>> {
+    owned
+        .iter()
+        .map(|(name, dtype, shape, data)| TensorSource {
+            name: name.clone(),
+            dtype: *dtype,
+            shape: shape.clone(),
+            data,
+        })
+        .collect()
+}
+
 /// Why a file could not be written.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum WriteError {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::dtype::Dtype;
 use crate::dtype::decode::code_table;
-use crate::format::write::{TensorSource, WriteError, write_file};
+use crate::format::write::{WriteError, sources_of, write_file};
 use crate::fsio::FileError;
 use crate::jobs::{CancelToken, Progress};
 
@@ -309,15 +309,7 @@ fn tensors() -> Vec<(String, Dtype, Vec<u64>, Vec<u8>)> {
 pub fn write_demo(folder: &Path) -> Result<PathBuf, WriteError> {
     std::fs::create_dir_all(folder).map_err(|e| FileError::from_io(folder, e))?;
     let built = tensors();
-    let sources: Vec<TensorSource<'_>> = built
-        .iter()
-        .map(|(name, dtype, shape, data)| TensorSource {
-            name: name.clone(),
-            dtype: *dtype,
-            shape: shape.clone(),
-            data,
-        })
-        .collect();
+    let sources = sources_of(&built);
     let metadata = BTreeMap::from([
         ("format".to_owned(), "pt".to_owned()),
         ("model_type".to_owned(), "tensorscope-demo".to_owned()),

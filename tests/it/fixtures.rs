@@ -125,14 +125,15 @@ pub fn small_model() -> Vec<u8> {
 /// whose spread grows with the layer, so a per-layer chart has a slope).
 /// Layer `odd`, when given, stores its `mlp.down_proj` as F16: the one
 /// layer that differs from the template. Returns the file.
+#[cfg(feature = "gui")]
 pub fn llama_like(dir: &Path, layers: usize, odd: Option<usize>) -> PathBuf {
     use tensorscope::dtype::Dtype;
-    use tensorscope::format::write::{TensorSource, write_file};
+    use tensorscope::format::write::write_file;
     use tensorscope::jobs::{CancelToken, Progress};
     const H: u64 = 16;
     const I: u64 = 32;
     const V: u64 = 64;
-    let mut tensors: Vec<(String, Dtype, Vec<u64>, Vec<u8>)> = Vec::new();
+    let mut tensors: Vec<tensorscope::format::write::OwnedTensor> = Vec::new();
     let mut seed = 1u32;
     let mut values = |n: u64, dtype: Dtype, scale: f32| -> Vec<u8> {
         (0..n)
@@ -191,15 +192,7 @@ pub fn llama_like(dir: &Path, layers: usize, odd: Option<usize>) -> PathBuf {
         vec![V, H],
         values(V * H, Dtype::F32, 0.1),
     ));
-    let sources: Vec<TensorSource<'_>> = tensors
-        .iter()
-        .map(|(name, dtype, shape, data)| TensorSource {
-            name: name.clone(),
-            dtype: *dtype,
-            shape: shape.clone(),
-            data,
-        })
-        .collect();
+    let sources = tensorscope::format::write::sources_of(&tensors);
     let path = dir.join("model.safetensors");
     write_file(&path, &sources, None, &CancelToken::new(), &Progress::new()).expect("write");
     let config = serde_json::json!({

@@ -5,14 +5,13 @@
 
 use eframe::egui;
 use egui_extras::{Column as TableColumn, TableBuilder};
-use egui_plot::{Legend, Line, Plot, PlotPoints, Points};
 
 use super::{failure_text, job_row};
 use crate::diff::{DiffReport, Status, TensorDiff};
 use crate::gui::command::{Command, JobId};
 use crate::gui::safe_text;
 use crate::gui::state::{
-    CompareState, DiffColumn, DiffFilter, DiffRow, ReportDigest, Tab, ViewState,
+    CompareState, DiffColumn, DiffFilter, DiffRow, DiffStat, ReportDigest, Tab, ViewState,
 };
 use crate::gui::task::Failure;
 use crate::text::{fmt_opt, fmt_value};
@@ -135,7 +134,7 @@ pub fn diff_table_ui(
         ui.checkbox(&mut view.show_layer_chart, "Per-layer chart");
     });
     if view.show_layer_chart {
-        layer_chart_ui(ui, &c.digest);
+        layer_chart_ui(ui, &c.digest, view, out);
     }
     pairs_table_ui(ui, c, report, out);
 }
@@ -350,19 +349,33 @@ fn pairs_table_ui(
     }
 }
 
-fn layer_chart_ui(ui: &mut egui::Ui, chart: &ReportDigest) {
-    if chart.points.is_empty() {
+fn layer_chart_ui(
+    ui: &mut egui::Ui,
+    chart: &ReportDigest,
+    view: &mut ViewState,
+    out: &mut Vec<Command>,
+) {
+    ui.horizontal(|ui| {
+        ui.label("Per layer:");
+        egui::ComboBox::from_id_salt("diff_stat")
+            .selected_text(view.diff_stat.label())
+            .show_ui(ui, |ui| {
+                for s in DiffStat::ALL {
+                    ui.selectable_value(&mut view.diff_stat, s, s.label());
+                }
+            });
+    });
+    let at = DiffStat::ALL
+        .iter()
+        .position(|s| *s == view.diff_stat)
+        .unwrap_or(0);
+    let Some(lines) = chart.lines.get(at).filter(|l| !l.lines.is_empty()) else {
         ui.weak("No numbered layers (names with a numeric part such as layers.12) to chart.");
         return;
+    };
+    if let Some(pair) =
+        super::layers::lines_ui(ui, "diff_layer_chart", lines, view.diff_stat.label())
+    {
+        out.push(Command::SelectPair(pair));
     }
-    Plot::new("layer_chart")
-        .height(150.0)
-        .allow_scroll(false)
-        .legend(Legend::default())
-        .x_axis_label("layer index")
-        .y_axis_label("relative change |a−b| / |a|")
-        .show(ui, |p| {
-            p.points(Points::new("tensors", PlotPoints::Borrowed(&chart.points)).radius(2.5));
-            p.line(Line::new("layer mean", PlotPoints::Borrowed(&chart.means)));
-        });
 }

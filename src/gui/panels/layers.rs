@@ -70,7 +70,9 @@ pub fn layer_chart_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &
             Some(lt) => lt.name(),
             None => ck.entry(i).map_or("", |(_, info)| info.name()),
         };
-        let lines = LayerLines::build(&scan.figures, name, stat);
+        let figures = &scan.figures;
+        let value = |i: usize| figures.get(i).copied().flatten().and_then(|f| stat.of(&f));
+        let lines = LayerLines::build(figures.len(), name, value);
         view.layer_lines = Some((scan.generation, stat, lines));
     }
     let Some((_, _, lines)) = &view.layer_lines else {
@@ -80,12 +82,24 @@ pub fn layer_chart_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &
         ui.weak("No numbered layers (names such as layers.12) with this figure yet.");
         return;
     }
+    if let Some(index) = lines_ui(ui, "overview_layer_chart", lines, stat.label()) {
+        out.push(Command::Select {
+            index,
+            mode: SelectMode::Replace,
+        });
+    }
+}
+
+/// Draws `lines` against the layer number with `y_label`, the legend
+/// below; returns the item (tensor or pair index) of the point a click
+/// landed on.
+pub fn lines_ui(ui: &mut egui::Ui, id: &str, lines: &LayerLines, y_label: &str) -> Option<usize> {
     let names = legend_names(lines);
-    let response = Plot::new("overview_layer_chart")
+    let response = Plot::new(id)
         .height(260.0)
         .allow_scroll(false)
         .x_axis_label("layer")
-        .y_axis_label(stat.label())
+        .y_axis_label(y_label)
         .show(ui, |p| {
             for (k, ((_, points, _), name)) in lines.lines.iter().zip(&names).enumerate() {
                 let color = role_colour(k);
@@ -123,15 +137,10 @@ pub fn layer_chart_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &
         && let Some(pos) = response.response.interact_pointer_pos()
     {
         let transform = response.transform;
-        let picked = lines.nearest([pos.x, pos.y], PICK_RADIUS, |p| {
+        return lines.nearest([pos.x, pos.y], PICK_RADIUS, |p| {
             let s = transform.position_from_point(p);
             [s.x, s.y]
         });
-        if let Some(index) = picked {
-            out.push(Command::Select {
-                index,
-                mode: SelectMode::Replace,
-            });
-        }
     }
+    None
 }

@@ -5,8 +5,6 @@
 
 use std::path::PathBuf;
 
-use egui_plot::PlotPoint;
-
 use crate::diff::{self, DeltaHistogram, DiffError, DiffReport, Status};
 use crate::format::LoadError;
 use crate::gui::model::natural_cmp;
@@ -16,6 +14,7 @@ use crate::stats::heatmap::Heatmap;
 use crate::text::safe_text;
 
 use super::tab::Loaded;
+use super::tensor::LayerLines;
 
 /// One line of the diff table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,16 +82,58 @@ pub struct PairDetail {
     pub map: Option<Heatmap>,
 }
 
+/// A measure of change per pair, for the diff's per-layer chart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DiffStat {
+    /// ‖a − b‖ / ‖a‖.
+    #[default]
+    RelL2,
+    /// max |a − b|.
+    MaxAbs,
+    /// mean |a − b|.
+    MeanAbs,
+    /// 1 − cosine similarity.
+    OneMinusCosine,
+}
+
+impl DiffStat {
+    /// Every measure, in the menu's order.
+    pub const ALL: [DiffStat; 4] = [
+        DiffStat::RelL2,
+        DiffStat::MaxAbs,
+        DiffStat::MeanAbs,
+        DiffStat::OneMinusCosine,
+    ];
+
+    /// Its name in the menu and on the axis.
+    pub fn label(self) -> &'static str {
+        match self {
+            DiffStat::RelL2 => "relative change |a−b| / |a|",
+            DiffStat::MaxAbs => "max |a−b|",
+            DiffStat::MeanAbs => "mean |a−b|",
+            DiffStat::OneMinusCosine => "1 − cosine",
+        }
+    }
+
+    /// Its value for one pair.
+    pub fn of(self, t: &diff::TensorDiff) -> Option<f64> {
+        match self {
+            DiffStat::RelL2 => t.rel_l2,
+            DiffStat::MaxAbs => t.max_abs_diff,
+            DiffStat::MeanAbs => t.mean_abs_diff,
+            DiffStat::OneMinusCosine => t.cosine.map(|c| 1.0 - c),
+        }
+    }
+}
+
 /// What the diff view shows of a report beyond its rows, built once when
-/// the report arrives: the per-layer chart's points (relative L2 change of
-/// every tensor with a layer number, and the mean per layer) and the
-/// metadata changes as text.
+/// the report arrives: the per-layer chart's lines (one per role, for each
+/// measure of change; a point's item is the pair's index) and the metadata
+/// changes as text.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ReportDigest {
-    /// `(layer, rel_l2)` per tensor.
-    pub points: Vec<PlotPoint>,
-    /// `(layer, mean rel_l2)` per layer, in layer order.
-    pub means: Vec<PlotPoint>,
+    /// The lines of each [`DiffStat`], in [`DiffStat::ALL`]'s order.
+    pub lines: Vec<LayerLines>,
     /// One line per metadata key added (`+`), removed (`-`) or changed
     /// (`~`), escaped.
     pub metadata_text: String,
@@ -104,24 +145,19 @@ pub struct ReportDigest {
 impl ReportDigest {
     /// The chart of a report.
     pub fn of(report: &DiffReport) -> Self {
-        let mut points = Vec::new();
-        let mut per_layer: std::collections::BTreeMap<u64, (f64, u32)> =
-            std::collections::BTreeMap::new();
-        for t in &report.tensors {
-            if let (Some(l), Some(r)) = (diff::layer_index(&t.name), t.rel_l2) {
-                points.push(PlotPoint::new(l as f64, r));
-                let e = per_layer.entry(l).or_insert((0.0, 0));
-                e.0 += r;
-                e.1 += 1;
-            }
-        }
-        let means = per_layer
+        let pairs = &report.tensors;
+        let lines = DiffStat::ALL
             .iter()
-            .map(|(l, (s, n))| PlotPoint::new(*l as f64, s / f64::from(*n)))
+            .map(|s| {
+                LayerLines::build(
+                    pairs.len(),
+                    |i| pairs.get(i).map_or("", |t| t.name.as_str()),
+                    |i| pairs.get(i).and_then(|t| s.of(t)),
+                )
+            })
             .collect();
         Self {
-            points,
-            means,
+            lines,
             metadata_text: metadata_text(report),
             dequantized: {
                 let rows = report.tensors.iter().filter(|t| t.dequantized.is_some());

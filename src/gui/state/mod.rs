@@ -15,7 +15,9 @@ use std::convert::Infallible;
 use std::path::PathBuf;
 use std::time::Instant;
 
-pub use compare::{CompareState, DiffColumn, DiffFilter, DiffRow, PairDetail, ReportDigest};
+pub use compare::{
+    CompareState, DiffColumn, DiffFilter, DiffRow, DiffStat, PairDetail, ReportDigest,
+};
 pub use dialogs::{
     Browse, ConversionChoice, Entry, ExportDialog, ExportForm, Listing, Picker, PickerForm,
     SaveAsDialog, SaveAsForm, WriteForm,

@@ -242,23 +242,20 @@ pub struct LayerLines {
 pub const MAX_LAYER_LINES: usize = 24;
 
 impl LayerLines {
-    /// The lines of `stat` over the tensors named `name(i)` with scan
-    /// figures `figures[i]`. A tensor's layer is the first number in its
-    /// name and its role the rest after it; further numbers (experts)
-    /// become `*` and such a role keeps its largest value per layer.
+    /// The lines over items `0..count` named `name(i)` whose figure is
+    /// `value(i)` (a tensor's scan statistic, a pair's change). An item's
+    /// layer is the first number in its name and its role the rest after
+    /// it; further numbers (experts) become `*` and such a role keeps its
+    /// largest value per layer.
     pub fn build<'a>(
-        figures: &[Option<ScanFigures>],
+        count: usize,
         name: impl Fn(usize) -> &'a str,
-        stat: LayerStat,
+        value: impl Fn(usize) -> Option<f64>,
     ) -> Self {
         use std::collections::BTreeMap;
         let mut roles: BTreeMap<String, BTreeMap<u64, (f64, usize)>> = BTreeMap::new();
-        for (i, f) in figures.iter().enumerate() {
-            let Some(value) = f
-                .as_ref()
-                .and_then(|f| stat.of(f))
-                .filter(|v| v.is_finite())
-            else {
+        for i in 0..count {
+            let Some(value) = value(i).filter(|v| v.is_finite()) else {
                 continue;
             };
             let n = name(i);
@@ -415,6 +412,8 @@ pub struct ViewState {
     pub show_layer_chart: bool,
     /// The statistic the overview's per-layer chart plots.
     pub layer_stat: LayerStat,
+    /// The measure of change the diff's per-layer chart plots.
+    pub diff_stat: super::DiffStat,
     /// Its lines, for the scan generation and statistic they were built
     /// for (rebuilt only when either changes).
     pub layer_lines: Option<(u64, LayerStat, LayerLines)>,
@@ -448,6 +447,7 @@ impl Default for ViewState {
             scroll_to: None,
             show_layer_chart: true,
             layer_stat: LayerStat::default(),
+            diff_stat: super::DiffStat::default(),
             layer_lines: None,
             delta_texture: None,
         }
@@ -483,7 +483,8 @@ mod layer_tests {
             Some(fig(9.0)),
             None,
         ];
-        let lines = LayerLines::build(&figures, |i| names[i], LayerStat::Std);
+        let std_of = |f: &[Option<ScanFigures>], i: usize| f[i].and_then(|f| f.std);
+        let lines = LayerLines::build(figures.len(), |i| names[i], |i| std_of(&figures, i));
         let roles: Vec<&str> = lines.lines.iter().map(|(r, _, _)| r.as_str()).collect();
         assert_eq!(roles, ["mlp.experts.*.w1", "q.weight"]);
         // Layer 0's experts: the larger value, and its tensor.
@@ -503,7 +504,7 @@ mod layer_tests {
             .chain((0..30).map(|r| format!("layers.1.r{r:02}")))
             .collect();
         let figures = vec![Some(fig(1.0)); many.len()];
-        let lines = LayerLines::build(&figures, |i| many[i].as_str(), LayerStat::Std);
+        let lines = LayerLines::build(figures.len(), |i| many[i].as_str(), |i| std_of(&figures, i));
         assert_eq!(lines.lines.len(), MAX_LAYER_LINES);
         assert_eq!(lines.dropped, 40 - MAX_LAYER_LINES);
         assert!(lines.lines.iter().all(|(_, p, _)| p.len() == 2));

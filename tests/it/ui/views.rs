@@ -238,3 +238,54 @@ fn the_heatmap_zooms_into_a_dragged_region() {
     h.run_steps(2);
     h.get_by_label("32 × 16 elements shown as 32 × 16 cells");
 }
+
+/// The diff's per-layer chart: a line per role for the chosen measure of
+/// change; a click on the one layer that changed opens its pair.
+#[test]
+fn the_diff_per_layer_chart_opens_the_pair_clicked() {
+    let (da, db) = (
+        tempfile::tempdir().expect("tempdir"),
+        tempfile::tempdir().expect("tempdir"),
+    );
+    let a = crate::fixtures::llama_like(da.path(), 4, None);
+    // B rounds layer 2's down_proj to F16: the only change.
+    let b = crate::fixtures::llama_like(db.path(), 4, Some(2));
+    let mut h = harness(State::default(), no_dialog());
+    open(&mut h, &a);
+    h.state_mut().send(Command::Compare(b));
+    settle(&mut h);
+    h.get_by_label("Per layer:");
+    h.get_by_value("relative change |a−b| / |a|").click();
+    h.run_steps(2);
+    h.get_by_label("max |a−b|").click();
+    h.run_steps(2);
+    let rect = h.get_by_label("per-layer chart").rect();
+    // The spike: layer 2 of 0..3, at the top of the chart.
+    let mut opened = false;
+    'sweep: for dy in (4..60).step_by(5) {
+        for k in 0..24 {
+            let x = rect.left() + rect.width() * (0.5 + (k as f32 - 12.0) * 0.02);
+            let pos = egui::pos2(x, rect.top() + dy as f32);
+            h.hover_at(pos);
+            h.drag_at(pos);
+            h.event(egui::Event::PointerButton {
+                pos,
+                button: egui::PointerButton::Primary,
+                pressed: false,
+                modifiers: egui::Modifiers::NONE,
+            });
+            h.run_steps(2);
+            if h.query_by_label("Δ = A − B").is_some() {
+                opened = true;
+                break 'sweep;
+            }
+        }
+    }
+    assert!(opened, "a click on the spike opens its pair");
+    settle(&mut h);
+    assert!(
+        h.query_all_by_label_contains("model.layers.2.mlp.down_proj.weight")
+            .count()
+            >= 1
+    );
+}

@@ -152,6 +152,22 @@ fn histogram_counts<V: View>(view: &V, range: Range<u64>, bins: &FloatBins, acc:
 
 /// The finite values of `range` beyond 6σ.
 fn count_beyond<V: View>(view: &V, range: Range<u64>, sigma: Sigma6) -> u64 {
+    // F32 in place: read straight from the bytes, in blocks the compiler
+    // vectorises (no copy through the decode buffer).
+    if let Some((Wide::F32, raw)) = view.raw(range.clone()) {
+        return raw
+            .chunks(4 * BLOCK)
+            .map(|block| {
+                block
+                    .chunks_exact(4)
+                    .map(|b| {
+                        let v = f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+                        u32::from(sigma.beyond(v)) & u32::from(v.abs() < f64::INFINITY)
+                    })
+                    .sum::<u32>() as u64
+            })
+            .sum();
+    }
     let mut n = 0u64;
     for_each_block(view, range, |vals| {
         // Branch-free, so that it vectorises: ±Inf is beyond any limit but

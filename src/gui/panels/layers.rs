@@ -62,7 +62,19 @@ pub fn layer_chart_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &
             });
     });
     let stat = view.layer_stat;
-    let fresh = matches!(&view.layer_lines, Some((g, s, _)) if *g == scan.generation && *s == stat);
+    // While the scan runs its figures change batch by batch: the lines
+    // follow at most a few times a second (each build is O(tensors)).
+    let fresh = match &view.layer_lines {
+        Some((g, s, _, at)) if *s == stat => {
+            *g == scan.generation
+                || (scan.task.is_running() && at.elapsed() < std::time::Duration::from_millis(400))
+        }
+        _ => false,
+    };
+    if scan.task.is_running() {
+        ui.ctx()
+            .request_repaint_after(std::time::Duration::from_millis(400));
+    }
     if !fresh {
         let ck = &loaded.ck;
         let quant = loaded.quant.as_deref();
@@ -73,9 +85,9 @@ pub fn layer_chart_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &
         let figures = &scan.figures;
         let value = |i: usize| figures.get(i).copied().flatten().and_then(|f| stat.of(&f));
         let lines = LayerLines::build(figures.len(), name, value);
-        view.layer_lines = Some((scan.generation, stat, lines));
+        view.layer_lines = Some((scan.generation, stat, lines, std::time::Instant::now()));
     }
-    let Some((_, _, lines)) = &view.layer_lines else {
+    let Some((_, _, lines, _)) = &view.layer_lines else {
         return;
     };
     if lines.lines.is_empty() {

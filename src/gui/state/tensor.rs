@@ -415,8 +415,8 @@ pub struct ViewState {
     /// The measure of change the diff's per-layer chart plots.
     pub diff_stat: super::DiffStat,
     /// Its lines, for the scan generation and statistic they were built
-    /// for (rebuilt only when either changes).
-    pub layer_lines: Option<(u64, LayerStat, LayerLines)>,
+    /// for (rebuilt only when either changes), and when.
+    pub layer_lines: Option<(u64, LayerStat, LayerLines, std::time::Instant)>,
     /// The |Δ| map's texture and the pair it shows.
     pub delta_texture: Option<(usize, egui::TextureHandle)>,
 }

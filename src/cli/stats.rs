@@ -47,7 +47,8 @@ pub struct StatsArgs {
     #[arg(long)]
     pub dequant: bool,
     /// Counts, range and moments only, in one pass: no histograms, and
-    /// quantiles `null` (a quick NaN/Inf sweep of a whole checkpoint).
+    /// quantiles and `outliers_6sigma` `null` (a quick NaN/Inf sweep of a
+    /// whole checkpoint).
     #[arg(long)]
     pub moments: bool,
     /// Exit 1 when a scanned tensor has any of these (comma-separated):

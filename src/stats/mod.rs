@@ -363,9 +363,19 @@ fn scan_batch(
                     .map_or(0, crate::format::TensorInfo::nbytes),
             )
         });
+        // Tiny tensors go to the pool 16 at a time (a hand-off costs more
+        // than one of them). Large ones each on their own, so that one's
+        // serial steps (deriving bins and quantiles from the counts,
+        // selecting the kept keys) overlap the other's chunks.
+        let bytes: u64 = batch
+            .iter()
+            .filter_map(|t| ck.info(*t))
+            .map(crate::format::TensorInfo::nbytes)
+            .fold(0, u64::saturating_add);
+        let large = bytes / batch.len() as u64 >= 1 << 20;
         let mut results: Vec<(usize, TensorStats)> = order
             .par_iter()
-            .with_min_len(16)
+            .with_min_len(if large { 1 } else { 16 })
             .filter_map(|&i| one(*batch.get(i)?).map(|r| r.map(|s| (i, s))))
             .collect::<Result<_, Cancelled>>()?;
         results.sort_unstable_by_key(|(i, _)| *i);

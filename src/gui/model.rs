@@ -546,6 +546,8 @@ fn template<'a>(layers: &[(u64, Vec<(&'a str, usize)>)], facts: &Facts<'a>) -> T
             first.get(role).copied().unwrap_or(0),
         ));
     }
+    // Roles in natural order (`experts.2` before `experts.10`).
+    roles.sort_by(|a, b| natural_cmp(&a.0, &b.0));
     let mut odd = Vec::new();
     let mut odd_layers = 0;
     for (number, tensors) in layers {

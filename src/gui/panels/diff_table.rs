@@ -355,16 +355,13 @@ fn layer_chart_ui(
     view: &mut ViewState,
     out: &mut Vec<Command>,
 ) {
-    ui.horizontal(|ui| {
-        ui.label("Per layer:");
-        egui::ComboBox::from_id_salt("diff_stat")
-            .selected_text(view.diff_stat.label())
-            .show_ui(ui, |ui| {
-                for s in DiffStat::ALL {
-                    ui.selectable_value(&mut view.diff_stat, s, s.label());
-                }
-            });
-    });
+    super::layers::figure_choice_ui(
+        ui,
+        "diff_stat",
+        &mut view.diff_stat,
+        &DiffStat::ALL,
+        DiffStat::label,
+    );
     let at = DiffStat::ALL
         .iter()
         .position(|s| *s == view.diff_stat)

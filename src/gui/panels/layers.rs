@@ -46,21 +46,38 @@ fn role_colour(k: usize) -> egui::Color32 {
     egui::epaint::Hsva::new(hue, 0.75, 0.85, 1.0).into()
 }
 
+/// "Per layer:" and a menu of the figures a chart can plot.
+pub fn figure_choice_ui<T: Copy + PartialEq>(
+    ui: &mut egui::Ui,
+    id: &str,
+    current: &mut T,
+    all: &[T],
+    label: fn(T) -> &'static str,
+) {
+    ui.horizontal(|ui| {
+        ui.label("Per layer:");
+        egui::ComboBox::from_id_salt(id)
+            .selected_text(label(*current))
+            .show_ui(ui, |ui| {
+                for &s in all {
+                    ui.selectable_value(current, s, label(s));
+                }
+            });
+    });
+}
+
 /// Draws the chart, once a scan has figures.
 pub fn layer_chart_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &mut Vec<Command>) {
     let (Some(loaded), Some(scan)) = (tab.loaded(), tab.tensor.scan.as_ref()) else {
         return;
     };
-    ui.horizontal(|ui| {
-        ui.label("Per layer:");
-        egui::ComboBox::from_id_salt("layer_stat")
-            .selected_text(view.layer_stat.label())
-            .show_ui(ui, |ui| {
-                for s in LayerStat::ALL {
-                    ui.selectable_value(&mut view.layer_stat, s, s.label());
-                }
-            });
-    });
+    figure_choice_ui(
+        ui,
+        "layer_stat",
+        &mut view.layer_stat,
+        &LayerStat::ALL,
+        LayerStat::label,
+    );
     let stat = view.layer_stat;
     // While the scan runs its figures change batch by batch: the lines
     // follow at most a few times a second (each build is O(tensors)).

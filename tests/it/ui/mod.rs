@@ -118,3 +118,17 @@ fn file_menu(h: &mut App, entry: &str) {
     h.get_by_label(entry).click();
     h.run_steps(2);
 }
+
+/// A click at `pos` (a point in a plot, which has no widget of its own to
+/// click), then two frames.
+fn click_at(h: &mut App, pos: egui::Pos2) {
+    h.hover_at(pos);
+    h.drag_at(pos);
+    h.event(egui::Event::PointerButton {
+        pos,
+        button: egui::PointerButton::Primary,
+        pressed: false,
+        modifiers: egui::Modifiers::NONE,
+    });
+    h.run_steps(2);
+}

@@ -87,15 +87,7 @@ fn the_per_layer_chart_selects_the_tensor_clicked() {
     'sweep: for dy in (10..90).step_by(6) {
         for dx in (4..120).step_by(6) {
             let pos = egui::pos2(rect.right() - dx as f32, rect.top() + dy as f32);
-            h.hover_at(pos);
-            h.drag_at(pos);
-            h.event(egui::Event::PointerButton {
-                pos,
-                button: egui::PointerButton::Primary,
-                pressed: false,
-                modifiers: egui::Modifiers::NONE,
-            });
-            h.run_steps(2);
+            super::click_at(&mut h, pos);
             if h.query_by_label("1 selected").is_some() {
                 picked = true;
                 break 'sweep;

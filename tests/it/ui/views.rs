@@ -266,15 +266,7 @@ fn the_diff_per_layer_chart_opens_the_pair_clicked() {
         for k in 0..24 {
             let x = rect.left() + rect.width() * (0.5 + (k as f32 - 12.0) * 0.02);
             let pos = egui::pos2(x, rect.top() + dy as f32);
-            h.hover_at(pos);
-            h.drag_at(pos);
-            h.event(egui::Event::PointerButton {
-                pos,
-                button: egui::PointerButton::Primary,
-                pressed: false,
-                modifiers: egui::Modifiers::NONE,
-            });
-            h.run_steps(2);
+            super::click_at(&mut h, pos);
             if h.query_by_label("Δ = A − B").is_some() {
                 opened = true;
                 break 'sweep;

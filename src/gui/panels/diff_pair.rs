@@ -11,7 +11,7 @@ use super::{bar_width, bins, failure_text, job_row};
 use crate::gui::command::{Command, JobId};
 use crate::gui::safe_text;
 use crate::gui::state::{Tab, ViewState};
-use crate::text::{fmt_opt, fmt_shape};
+use crate::text::{fmt_opt, fmt_shape, fmt_value};
 
 /// The side panel of a comparison: the selected pair.
 #[allow(
@@ -93,7 +93,9 @@ pub fn pair_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &mut Vec
                 } else {
                     let bars: Vec<Bar> = bins(edges, counts)
                         .map(|(lo, hi, n)| {
-                            Bar::new(f64::midpoint(lo, hi), n as f64).width(bar_width(lo, hi))
+                            Bar::new(f64::midpoint(lo, hi), n as f64)
+                                .width(bar_width(lo, hi))
+                                .name(format!("Δ in [{}, {}): {n}", fmt_value(lo), fmt_value(hi)))
                         })
                         .collect();
                     Plot::new("pair_delta")
@@ -120,7 +122,31 @@ pub fn pair_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &mut Vec
                 };
                 let w = ui.available_width().min(420.0);
                 let h = (w * map.height as f32 / map.width.max(1) as f32).clamp(8.0, 420.0);
-                ui.add(egui::Image::new((tex.id(), egui::vec2(w, h))));
+                let r = ui.add(
+                    egui::Image::new((tex.id(), egui::vec2(w, h))).sense(egui::Sense::hover()),
+                );
+                // The block under the cursor and its largest |Δ|.
+                if let Some(pos) = r.hover_pos() {
+                    let rel = (pos - r.rect.min) / r.rect.size();
+                    let cx = ((rel.x.max(0.0) * map.width as f32) as usize)
+                        .min(map.width.saturating_sub(1));
+                    let cy = ((rel.y.max(0.0) * map.height as f32) as usize)
+                        .min(map.height.saturating_sub(1));
+                    if let Some(&v) = map.cells.get(cy * map.width + cx) {
+                        let span = |k: usize, cells: usize, n: u64| {
+                            let at = |k: usize| {
+                                (k as u128 * u128::from(n)).div_ceil(cells.max(1) as u128) as u64
+                            };
+                            (at(k), at(k + 1).max(at(k) + 1) - 1)
+                        };
+                        let (r0, r1) = span(cy, map.height, map.rows);
+                        let (c0, c1) = span(cx, map.width, map.cols);
+                        r.on_hover_text(format!(
+                            "rows {r0}–{r1}, columns {c0}–{c1}: max |Δ| {}",
+                            fmt_value(v)
+                        ));
+                    }
+                }
                 ui.weak(format!(
                     "|Δ| from {} (dark) to {} (bright)",
                     fmt_opt(map.min),

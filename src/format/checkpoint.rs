@@ -274,17 +274,7 @@ impl Checkpoint {
             path: path.to_path_buf(),
             message,
         };
-        let io = |source: std::io::Error| LoadError::Io {
-            path: path.to_path_buf(),
-            source: source.into(),
-        };
-        let size = std::fs::metadata(path).map_err(io)?.len();
-        if size > MAX_INDEX_BYTES {
-            return Err(invalid(format!(
-                "the index is {size} bytes; at most {MAX_INDEX_BYTES} are read"
-            )));
-        }
-        let text = std::fs::read(path).map_err(io)?;
+        let text = read_index(path)?;
         let index: serde_json::Value =
             serde_json::from_slice(&text).map_err(|e| invalid(format!("not JSON: {e}")))?;
         let Some(object) = index.as_object() else {
@@ -523,6 +513,42 @@ fn resolve_folder(path: &Path) -> Result<PathBuf, LoadError> {
             ),
         ))),
     }
+}
+
+/// The bytes of a shard index: a regular file (a FIFO's open would wait
+/// forever, a device never ends) of at most [`MAX_INDEX_BYTES`], also if it
+/// grows while it is read.
+fn read_index(path: &Path) -> Result<Vec<u8>, LoadError> {
+    let invalid = |message: String| LoadError::InvalidIndex {
+        path: path.to_path_buf(),
+        message,
+    };
+    let io = |source: std::io::Error| LoadError::Io {
+        path: path.to_path_buf(),
+        source: source.into(),
+    };
+    let meta = std::fs::metadata(path).map_err(io)?;
+    if !meta.is_file() {
+        return Err(io(super::file::not_a_regular_file()));
+    }
+    let size = meta.len();
+    if size > MAX_INDEX_BYTES {
+        return Err(invalid(format!(
+            "the index is {size} bytes; at most {MAX_INDEX_BYTES} are read"
+        )));
+    }
+    let mut text = Vec::new();
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(std::fs::File::open(path).map_err(io)?, MAX_INDEX_BYTES + 1),
+        &mut text,
+    )
+    .map_err(io)?;
+    if text.len() as u64 > MAX_INDEX_BYTES {
+        return Err(invalid(format!(
+            "the index grew past the {MAX_INDEX_BYTES} bytes that are read"
+        )));
+    }
+    Ok(text)
 }
 
 #[cfg(test)]

@@ -17,6 +17,14 @@ pub struct SafetensorsFile {
     header: Header,
 }
 
+/// The error for a path that is a FIFO, a socket or a device.
+pub(crate) fn not_a_regular_file() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidInput,
+        "is not a regular file (a FIFO, a socket or a device): not read",
+    )
+}
+
 impl SafetensorsFile {
     /// Maps and validates the file at `path`. Only the header is read.
     pub fn open(path: &Path) -> Result<Self, LoadError> {
@@ -24,14 +32,19 @@ impl SafetensorsFile {
             path: path.to_path_buf(),
             source: source.into(),
         };
-        let file = File::open(path).map_err(io)?;
-        let meta = file.metadata().map_err(io)?;
+        // Looked at before opening: opening a FIFO waits for a writer
+        // forever, and a device (`/dev/zero`) is no file to map.
+        let meta = std::fs::metadata(path).map_err(io)?;
         if meta.is_dir() {
             return Err(io(std::io::Error::new(
                 std::io::ErrorKind::IsADirectory,
                 "is a folder with no model.safetensors.index.json or .safetensors file",
             )));
         }
+        if !meta.is_file() {
+            return Err(io(not_a_regular_file()));
+        }
+        let file = File::open(path).map_err(io)?;
         let map = Mapping::map(&file).map_err(io)?;
         let header = parse_explained(map.bytes()).map_err(|r| LoadError::Format {
             path: path.to_path_buf(),

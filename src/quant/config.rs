@@ -62,6 +62,13 @@ impl QuantConfig {
 
 /// Reads a JSON file of at most [`MAX_CONFIG_BYTES`].
 pub(crate) fn read_json(path: &Path) -> Result<Option<Value>, String> {
+    // Only a regular file: opening a FIFO (or a device) of that name would
+    // wait for a writer forever, and the job opening the checkpoint with it.
+    match std::fs::metadata(path) {
+        Ok(m) if !m.is_file() => return Err("is not a regular file: not read".into()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        _ => {}
+    }
     let file = match std::fs::File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -165,5 +172,31 @@ fn pick(name: &str, key: &str, value: &Value) -> Option<(String, Value)> {
             let q = value.get(key).filter(|v| v.is_object())?;
             Some(("modelopt".into(), q.clone()))
         }
+    }
+}
+
+#[cfg(test)]
+mod read_tests {
+    use super::*;
+
+    /// A FIFO or a folder in a config file's place is named, never waited
+    /// on or read.
+    #[test]
+    fn only_regular_files_are_read() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let folder = dir.path().join("config.json");
+        std::fs::create_dir(&folder).expect("mkdir");
+        let e = read_json(&folder).expect_err("a folder");
+        assert!(e.contains("not a regular file"), "{e}");
+        let fifo = dir.path().join("quantize_config.json");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .is_ok_and(|s| s.success());
+        if made {
+            let e = read_json(&fifo).expect_err("a FIFO");
+            assert!(e.contains("not a regular file"), "{e}");
+        }
+        assert_eq!(read_json(&dir.path().join("absent.json")), Ok(None));
     }
 }

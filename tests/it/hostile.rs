@@ -210,3 +210,45 @@ fn repeated_tensor_names_are_told_with_both_entries() {
         "{doc}"
     );
 }
+
+/// A FIFO, a device or a folder where a file is expected is refused at
+/// once, never waited on (a FIFO's open blocks for a writer) nor read
+/// without end (`/dev/zero`): the checkpoint file, a shard index, a config.
+#[test]
+fn fifos_and_devices_are_refused_not_waited_on() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fifo = dir.path().join("m.safetensors");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .is_ok_and(|s| s.success());
+    let zero_index = dir.path().join("model.safetensors.index.json");
+    std::os::unix::fs::symlink("/dev/zero", &zero_index).expect("symlink");
+    let zero_file = dir.path().join("z.safetensors");
+    std::os::unix::fs::symlink("/dev/zero", &zero_file).expect("symlink");
+    let mut paths = vec![zero_index, zero_file];
+    if made {
+        paths.push(fifo);
+    }
+    for path in paths {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let p = path.clone();
+        std::thread::Builder::new()
+            .name("open-special-file".into())
+            .spawn(move || {
+                let _ = tx.send(Checkpoint::open(&p).map(|_| ()).map_err(|e| e.to_string()));
+            })
+            .expect("thread");
+        let got = rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .unwrap_or_else(|_| panic!("{}: opening it hangs", path.display()));
+        let e = got.expect_err("refused");
+        assert!(e.contains("not a regular file"), "{}: {e}", path.display());
+    }
+    // The folder itself opens its index: refused the same way.
+    let e = Checkpoint::open(dir.path())
+        .map(|_| ())
+        .expect_err("refused")
+        .to_string();
+    assert!(e.contains("not a regular file"), "{e}");
+}

@@ -464,16 +464,18 @@ impl<'a> Facts<'a> {
     }
 }
 
+/// A group of the tree: its children by name part (borrowed from the
+/// tensor names: no string is made per tensor), in first-seen order.
 #[derive(Default)]
-struct Node {
-    children: BTreeMap<String, Node>,
-    order: Vec<String>,
+struct Node<'a> {
+    children: BTreeMap<&'a str, Node<'a>>,
+    order: Vec<&'a str>,
     tensors: Vec<usize>,
     count: usize,
     bytes: u64,
 }
 
-impl Node {
+impl Node<'_> {
     /// Every tensor under the node, with its name below it: the end of its
     /// name after `skip` bytes (the node's own dotted prefix and a dot).
     fn gather<'a>(&self, skip: usize, out: &mut Vec<(&'a str, usize)>, facts: &Facts<'a>) {
@@ -622,9 +624,9 @@ pub fn tree_rows(
         node.bytes = node.bytes.saturating_add(bytes);
         for part in &parts[..parts.len().saturating_sub(1)] {
             if !node.children.contains_key(*part) {
-                node.order.push((*part).to_owned());
+                node.order.push(part);
             }
-            node = node.children.entry((*part).to_owned()).or_default();
+            node = node.children.entry(part).or_default();
             node.count += 1;
             node.bytes = node.bytes.saturating_add(bytes);
         }
@@ -636,11 +638,11 @@ pub fn tree_rows(
 }
 
 /// The numbered children of a node (`0`, `1`, … `31`), in number order.
-fn numbered(node: &Node) -> Vec<(u64, &String)> {
-    let mut out: Vec<(u64, &String)> = node
+fn numbered<'a>(node: &Node<'a>) -> Vec<(u64, &'a str)> {
+    let mut out: Vec<(u64, &'a str)> = node
         .order
         .iter()
-        .filter_map(|k| {
+        .filter_map(|&k| {
             let digits = !k.is_empty() && k.bytes().all(|c| c.is_ascii_digit());
             Some((k.parse().ok().filter(|_| digits)?, k))
         })
@@ -650,7 +652,7 @@ fn numbered(node: &Node) -> Vec<(u64, &String)> {
 }
 
 fn walk(
-    node: &Node,
+    node: &Node<'_>,
     prefix: &str,
     depth: usize,
     expanded: &BTreeSet<String>,
@@ -662,16 +664,16 @@ fn walk(
     let numbers = numbered(node);
     let fold = numbers.len() >= 2;
     let mut pattern_done = false;
-    for key in &keys {
+    for &key in &keys {
         let Some(child) = node.children.get(key) else {
             continue;
         };
         let full = if prefix.is_empty() {
-            key.clone()
+            key.to_owned()
         } else {
             format!("{prefix}.{key}")
         };
-        if fold && numbers.iter().any(|(_, k)| *k == key) {
+        if fold && numbers.iter().any(|&(_, k)| k == key) {
             // This node's own numbered children, folded into one line.
             if !pattern_done {
                 pattern_done = true;
@@ -709,9 +711,9 @@ fn walk(
 /// `prefix`), and when it is open the template, the odd layers and the
 /// layers as groups.
 fn pattern(
-    node: &Node,
+    node: &Node<'_>,
     prefix: &str,
-    numbers: &[(u64, &String)],
+    numbers: &[(u64, &str)],
     depth: usize,
     expanded: &BTreeSet<String>,
     facts: &Facts<'_>,
@@ -727,7 +729,7 @@ fn pattern(
         } else {
             prefix.len() + k.len() + 2
         };
-        if let Some(child) = node.children.get(*k) {
+        if let Some(child) = node.children.get(k) {
             child.gather(skip, &mut list, facts);
         }
         for (_, i) in &list {
@@ -773,12 +775,12 @@ fn pattern(
             depth: depth + 1,
         });
     }
-    for (_, k) in numbers {
-        let Some(child) = node.children.get(*k) else {
+    for &(_, k) in numbers {
+        let Some(child) = node.children.get(k) else {
             continue;
         };
         let full = if prefix.is_empty() {
-            (*k).clone()
+            k.to_owned()
         } else {
             format!("{prefix}.{k}")
         };

@@ -430,6 +430,13 @@ impl Pattern {
     }
 }
 
+/// The name row `i` shows: a quantized weight's logical name on the row
+/// that stands for it, else the stored name.
+pub fn row_name<'a>(ck: &'a Checkpoint, quant: Option<&'a QuantRows>, i: usize) -> &'a str {
+    let stored = ck.entry(i).map_or("", |(_, info)| info.name());
+    quant.map_or(stored, |q| q.name(i, stored))
+}
+
 /// What the tree needs of a tensor: its name, dtype label and shape,
 /// values and bytes (a quantized weight's logical ones).
 struct Facts<'a> {
@@ -439,10 +446,7 @@ struct Facts<'a> {
 
 impl<'a> Facts<'a> {
     fn name(&self, i: usize) -> &'a str {
-        match self.quant.and_then(|q| q.logical_at(i)) {
-            Some(lt) => lt.name(),
-            None => self.ck.entry(i).map_or("", |(_, info)| info.name()),
-        }
+        row_name(self.ck, self.quant, i)
     }
 
     fn dtype_shape(&self, i: usize) -> (&'a str, &'a [u64]) {

@@ -344,7 +344,29 @@ pub fn colour_rgb(v: f64, lo: f64, hi: f64) -> [u8; 3] {
     }
 }
 
+/// The elements `start..end` (at least one) that cell `k` of `cells`
+/// covers along an axis of `n`.
+fn cell_span(k: usize, cells: usize, n: u64) -> (u64, u64) {
+    let at = |k: u128| (k * u128::from(n)).div_ceil(cells.max(1) as u128) as u64;
+    let start = at(k as u128);
+    (start, at(k as u128 + 1).max(start + 1))
+}
+
 impl Heatmap {
+    /// The tensor rows `start..end` that cell row `cy` covers. Row r is in
+    /// cell ⌊r·height/rows⌋ (here and in the diff's |Δ| map), so cell k
+    /// starts at ⌈k·rows/height⌉.
+    pub fn cell_rows(&self, cy: usize) -> (u64, u64) {
+        let (start, end) = cell_span(cy, self.height, self.rows);
+        (self.row0 + start, self.row0 + end)
+    }
+
+    /// The tensor columns `start..end` that cell column `cx` covers.
+    pub fn cell_cols(&self, cx: usize) -> (u64, u64) {
+        let (start, end) = cell_span(cx, self.width, self.cols);
+        (self.col0 + start, self.col0 + end)
+    }
+
     /// The heatmap as row-major RGB pixels, one per cell.
     pub fn to_rgb(&self) -> Vec<u8> {
         let (lo, hi) = (self.min.unwrap_or(0.0), self.max.unwrap_or(0.0));
@@ -454,6 +476,24 @@ mod tests {
         );
         assert_eq!((h.rows, h.cols, h.row0, h.col0), (1, 1, 5, 7));
         assert_eq!(h.cells, [47.0]);
+    }
+
+    /// A cell's element range is the one `compute` pools into it.
+    #[test]
+    fn cells_cover_the_elements_compute_pools() {
+        for (rows, height) in [(5u64, 2usize), (7, 3), (512, 512), (1000, 7), (3, 1)] {
+            let map =
+                Heatmap::from_cells(1, height, vec![0.0; height], vec![false; height], rows, 1);
+            for r in 0..rows {
+                let cell = (u128::from(r) * height as u128 / u128::from(rows)) as usize;
+                let (start, end) = map.cell_rows(cell);
+                assert!(
+                    start <= r && r < end,
+                    "{rows}/{height}: row {r} in cell {cell}"
+                );
+            }
+            assert_eq!(map.cell_rows(height - 1).1, rows);
+        }
     }
 
     #[test]

@@ -127,22 +127,13 @@ pub fn pair_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &mut Vec
                 );
                 // The block under the cursor and its largest |Δ|.
                 if let Some(pos) = r.hover_pos() {
-                    let rel = (pos - r.rect.min) / r.rect.size();
-                    let cx = ((rel.x.max(0.0) * map.width as f32) as usize)
-                        .min(map.width.saturating_sub(1));
-                    let cy = ((rel.y.max(0.0) * map.height as f32) as usize)
-                        .min(map.height.saturating_sub(1));
+                    let (cy, cx) = super::heatmap::cell_under(map, r.rect, pos);
                     if let Some(&v) = map.cells.get(cy * map.width + cx) {
-                        let span = |k: usize, cells: usize, n: u64| {
-                            let at = |k: usize| {
-                                (k as u128 * u128::from(n)).div_ceil(cells.max(1) as u128) as u64
-                            };
-                            (at(k), at(k + 1).max(at(k) + 1) - 1)
-                        };
-                        let (r0, r1) = span(cy, map.height, map.rows);
-                        let (c0, c1) = span(cx, map.width, map.cols);
+                        let ((r0, r1), (c0, c1)) = (map.cell_rows(cy), map.cell_cols(cx));
                         r.on_hover_text(format!(
-                            "rows {r0}–{r1}, columns {c0}–{c1}: max |Δ| {}",
+                            "rows {r0}–{}, columns {c0}–{}: max |Δ| {}",
+                            r1 - 1,
+                            c1 - 1,
                             fmt_value(v)
                         ));
                     }

@@ -173,12 +173,7 @@ fn picture_ui(
 ) {
     let r = ui.add(egui::Image::new((texture.id(), size)).sense(egui::Sense::click_and_drag()));
     r.widget_info(|| egui::WidgetInfo::labeled(egui::Role::Image, true, "heatmap image"));
-    let cell_at = |pos: egui::Pos2| {
-        let rel = (pos - r.rect.min) / r.rect.size();
-        let cx = ((rel.x.max(0.0) * map.width as f32) as usize).min(map.width.saturating_sub(1));
-        let cy = ((rel.y.max(0.0) * map.height as f32) as usize).min(map.height.saturating_sub(1));
-        (cy, cx)
-    };
+    let cell_at = |pos: egui::Pos2| cell_under(map, r.rect, pos);
     // Drag a rectangle: the heatmap of that region, pooled
     // again at its own scale (a job, as the first one).
     if r.dragged()
@@ -200,10 +195,10 @@ fn picture_ui(
         if r.drag_stopped() || !r.dragged() {
             view.heat_drag = None;
             let (a, b) = (cell_at(band.min), cell_at(band.max));
-            let (r0, _) = cell_rows(map, a.0);
-            let (_, r1) = cell_rows(map, b.0);
-            let (c0, _) = cell_cols(map, a.1);
-            let (_, c1) = cell_cols(map, b.1);
+            let (r0, _) = map.cell_rows(a.0);
+            let (_, r1) = map.cell_rows(b.0);
+            let (c0, _) = map.cell_cols(a.1);
+            let (_, c1) = map.cell_cols(b.1);
             view.heat_window = Some((
                 heatmap::HeatWindow {
                     row0: r0,
@@ -219,8 +214,8 @@ fn picture_ui(
     } else if let Some(pos) = r.hover_pos() {
         let (cy, cx) = cell_at(pos);
         if let Some(&v) = map.cells.get(cy * map.width + cx) {
-            let (r0, r1) = cell_rows(map, cy);
-            let (c0, c1) = cell_cols(map, cx);
+            let (r0, r1) = map.cell_rows(cy);
+            let (c0, c1) = map.cell_cols(cx);
             let place = if r1 - r0 == 1 && c1 - c0 == 1 {
                 format!("element [{r0}, {c0}]")
             } else {
@@ -231,25 +226,12 @@ fn picture_ui(
     }
 }
 
-/// The tensor rows `start..end` that cell row `cy` covers.
-fn cell_rows(map: &Heatmap, cy: usize) -> (u64, u64) {
-    // Row r is in cell ⌊r·height/rows⌋: cell k starts at ⌈k·rows/height⌉.
-    let h = map.height.max(1) as u128;
-    let at = |k: u128| (k * u128::from(map.rows)).div_ceil(h) as u64;
-    (
-        map.row0 + at(cy as u128),
-        map.row0 + at(cy as u128 + 1).max(at(cy as u128) + 1),
-    )
-}
-
-/// The tensor columns `start..end` that cell column `cx` covers.
-fn cell_cols(map: &Heatmap, cx: usize) -> (u64, u64) {
-    let w = map.width.max(1) as u128;
-    let at = |k: u128| (k * u128::from(map.cols)).div_ceil(w) as u64;
-    (
-        map.col0 + at(cx as u128),
-        map.col0 + at(cx as u128 + 1).max(at(cx as u128) + 1),
-    )
+/// The cell `(row, column)` of `map` under `pos`, drawn in `rect`.
+pub(super) fn cell_under(map: &Heatmap, rect: egui::Rect, pos: egui::Pos2) -> (usize, usize) {
+    let rel = (pos - rect.min) / rect.size();
+    let cx = ((rel.x.max(0.0) * map.width as f32) as usize).min(map.width.saturating_sub(1));
+    let cy = ((rel.y.max(0.0) * map.height as f32) as usize).min(map.height.saturating_sub(1));
+    (cy, cx)
 }
 
 /// The colour of a cell (the library's colour map, as an egui colour).

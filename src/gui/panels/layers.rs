@@ -93,12 +93,8 @@ pub fn layer_chart_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &
             .request_repaint_after(std::time::Duration::from_millis(400));
     }
     if !fresh {
-        let ck = &loaded.ck;
-        let quant = loaded.quant.as_deref();
-        let name = |i: usize| match quant.and_then(|q| q.logical_at(i)) {
-            Some(lt) => lt.name(),
-            None => ck.entry(i).map_or("", |(_, info)| info.name()),
-        };
+        let (ck, quant) = (&loaded.ck, loaded.quant.as_deref());
+        let name = |i: usize| crate::gui::model::row_name(ck, quant, i);
         let figures = &scan.figures;
         let value = |i: usize| figures.get(i).copied().flatten().and_then(|f| stat.of(&f));
         let lines = LayerLines::build(figures.len(), name, value);

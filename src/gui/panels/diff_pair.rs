@@ -129,11 +129,9 @@ pub fn pair_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &mut Vec
                 if let Some(pos) = r.hover_pos() {
                     let (cy, cx) = super::heatmap::cell_under(map, r.rect, pos);
                     if let Some(&v) = map.cells.get(cy * map.width + cx) {
-                        let ((r0, r1), (c0, c1)) = (map.cell_rows(cy), map.cell_cols(cx));
                         r.on_hover_text(format!(
-                            "rows {r0}–{}, columns {c0}–{}: max |Δ| {}",
-                            r1 - 1,
-                            c1 - 1,
+                            "{}: max |Δ| {}",
+                            super::heatmap::place_text(map, cy, cx),
                             fmt_value(v)
                         ));
                     }

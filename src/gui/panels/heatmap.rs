@@ -214,15 +214,18 @@ fn picture_ui(
     } else if let Some(pos) = r.hover_pos() {
         let (cy, cx) = cell_at(pos);
         if let Some(&v) = map.cells.get(cy * map.width + cx) {
-            let (r0, r1) = map.cell_rows(cy);
-            let (c0, c1) = map.cell_cols(cx);
-            let place = if r1 - r0 == 1 && c1 - c0 == 1 {
-                format!("element [{r0}, {c0}]")
-            } else {
-                format!("rows {r0}–{}, columns {c0}–{}", r1 - 1, c1 - 1)
-            };
-            r.on_hover_text(format!("{place}: {}", fmt_value(v)));
+            r.on_hover_text(format!("{}: {}", place_text(map, cy, cx), fmt_value(v)));
         }
+    }
+}
+
+/// What cell `(cy, cx)` covers: `element [r, c]`, or its rows and columns.
+pub(super) fn place_text(map: &Heatmap, cy: usize, cx: usize) -> String {
+    let ((r0, r1), (c0, c1)) = (map.cell_rows(cy), map.cell_cols(cx));
+    if r1 - r0 == 1 && c1 - c0 == 1 {
+        format!("element [{r0}, {c0}]")
+    } else {
+        format!("rows {r0}–{}, columns {c0}–{}", r1 - 1, c1 - 1)
     }
 }
 

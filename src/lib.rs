@@ -1,6 +1,8 @@
 //! Tensorscope: a fast, safe explorer for safetensors checkpoints.
 //!
-//! The library is the whole engine, and knows no screen: [`format`](mod@format) reads
+//! The library is the whole engine, and knows no screen: [`source`] brings a
+//! file's bytes (a local map, or a remote file read in ranges through a cache),
+//! [`format`](mod@format) reads
 //! and validates files (zero-copy, memory-mapped) and writes them,
 //! [`dtype`] decodes and converts every element type bit-exactly, [`stats`]
 //! summarises values, [`diff`] compares two checkpoints, [`export`] writes a
@@ -20,6 +22,7 @@ pub mod gui;
 pub mod jobs;
 pub mod quant;
 pub mod resave;
+pub mod source;
 pub mod stats;
 pub mod text;
 

@@ -115,8 +115,12 @@ impl InfoDoc {
                     None,
                 )
             }
-            CheckpointKind::Sharded { metadata, .. } => (
-                std::fs::metadata(ck.path()).map_or(0, |m| m.len()),
+            CheckpointKind::Sharded {
+                metadata,
+                index_bytes,
+                ..
+            } => (
+                *index_bytes,
                 None,
                 metadata.clone(),
                 Some(

@@ -7,8 +7,6 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use rayon::prelude::*;
-
 use super::detail::{Reader, each_pair};
 use super::values::{Acc, finish, identical};
 use super::{
@@ -143,13 +141,32 @@ pub(super) fn diff_dequant(
         .map(|&(i, j)| bytes(a, &items_a[i].1) + bytes(b, &items_b[j].1))
         .sum();
     progress.set_total(total);
-    let results: Vec<Option<TensorDiff>> = pairs
-        .par_iter()
-        .map(|&(i, j)| compare(a, b, &items_a[i], &items_b[j], options, cancel, progress))
-        .collect::<Result<_, Cancelled>>()?;
+    let parts = |item: &Item<'_>| match item {
+        Item::Stored(t) => vec![*t],
+        Item::Logical(lt) => lt.parts().iter().map(|(_, t)| *t).collect(),
+    };
+    let order: Vec<usize> = (0..pairs.len()).collect();
+    let results = super::in_batches(
+        (a, b),
+        &order,
+        &|k| {
+            let (i, j) = pairs[k];
+            (parts(&items_a[i].1), parts(&items_b[j].1))
+        },
+        &|k| {
+            let (i, j) = pairs[k];
+            bytes(a, &items_a[i].1) + bytes(b, &items_b[j].1)
+        },
+        &|k| {
+            let (i, j) = pairs[k];
+            compare(a, b, &items_a[i], &items_b[j], options, cancel, progress)
+        },
+        cancel,
+        progress,
+    )?;
     a.check_all_unchanged()?;
     b.check_all_unchanged()?;
-    let tensors: Vec<TensorDiff> = results.into_iter().flatten().collect();
+    let tensors: Vec<TensorDiff> = results.into_iter().map(|(_, d)| d).collect();
     let metadata = diff_metadata(&metadata_of(a), &metadata_of(b));
     let summary = summarize(&tensors, only_in_a.len(), only_in_b.len(), &metadata);
     Ok(DiffReport {

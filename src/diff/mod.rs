@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use crate::dtype::Dtype;
 use crate::dtype::decode::BitOrder;
-use crate::format::{Checkpoint, LoadError};
+use crate::format::{Checkpoint, LoadError, TensorRef};
 use crate::jobs::{CancelToken, Cancelled, Progress};
 
 mod dequant;
@@ -273,13 +273,21 @@ pub fn diff(
                 .map_or(0, crate::format::TensorInfo::nbytes),
         )
     });
-    let mut results: Vec<(usize, TensorDiff)> = order
-        .par_iter()
-        .map(|&i| diff_pair(a, b, pairs[i], options, cancel, progress).map(|d| d.map(|d| (i, d))))
-        .collect::<Result<Vec<_>, Cancelled>>()?
-        .into_iter()
-        .flatten()
-        .collect();
+    let bytes_of = |i: usize| {
+        a.info(pairs[i].a)
+            .map_or(0, crate::format::TensorInfo::nbytes)
+            + b.info(pairs[i].b)
+                .map_or(0, crate::format::TensorInfo::nbytes)
+    };
+    let mut results = in_batches(
+        (a, b),
+        &order,
+        &|i| (vec![pairs[i].a], vec![pairs[i].b]),
+        &bytes_of,
+        &|i| diff_pair(a, b, pairs[i], options, cancel, progress),
+        cancel,
+        progress,
+    )?;
     results.sort_by_key(|(i, _)| *i);
     // A comparison over a file that changed while being read is not one.
     a.check_all_unchanged()?;
@@ -294,6 +302,61 @@ pub fn diff(
         metadata,
         summary,
     })
+}
+
+/// Runs `compare` over `order`, in parallel, and returns its results with
+/// their indices. When a side is remote, in batches of about
+/// [`crate::source::remote::batch_bytes`] whose tensors (`refs`) are fetched first and
+/// checked as read after; local files are compared in one run.
+fn in_batches<T: Send>(
+    (a, b): (&Checkpoint, &Checkpoint),
+    order: &[usize],
+    refs: &(dyn Fn(usize) -> (Vec<TensorRef>, Vec<TensorRef>) + Sync),
+    bytes_of: &(dyn Fn(usize) -> u64 + Sync),
+    compare: &(dyn Fn(usize) -> Result<Option<T>, Cancelled> + Sync),
+    cancel: &CancelToken,
+    progress: &Progress,
+) -> Result<Vec<(usize, T)>, DiffError> {
+    let run = |batch: &[usize]| -> Result<Vec<(usize, T)>, Cancelled> {
+        Ok(batch
+            .par_iter()
+            .map(|&i| compare(i).map(|d| d.map(|d| (i, d))))
+            .collect::<Result<Vec<_>, Cancelled>>()?
+            .into_iter()
+            .flatten()
+            .collect())
+    };
+    if !a.is_remote() && !b.is_remote() {
+        return Ok(run(order)?);
+    }
+    let batch_bytes = crate::source::remote::batch_bytes();
+    let mut out = Vec::new();
+    let mut rest = order;
+    while !rest.is_empty() {
+        let mut size = 0u64;
+        let mut len = 0;
+        for &i in rest {
+            if len > 0 && size.saturating_add(bytes_of(i)) > batch_bytes {
+                break;
+            }
+            size = size.saturating_add(bytes_of(i));
+            len += 1;
+        }
+        let (batch, next) = rest.split_at(len.max(1));
+        rest = next;
+        let (mut ra, mut rb) = (Vec::new(), Vec::new());
+        for &i in batch {
+            let (x, y) = refs(i);
+            ra.extend(x);
+            rb.extend(y);
+        }
+        let _fa = a.fetch(&ra, cancel, progress)?;
+        let _fb = b.fetch(&rb, cancel, progress)?;
+        out.extend(run(batch)?);
+        a.check_unchanged(&ra)?;
+        b.check_unchanged(&rb)?;
+    }
+    Ok(out)
 }
 
 /// Counts per status and the largest relative change.

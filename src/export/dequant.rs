@@ -51,8 +51,11 @@ pub fn export_logical(
         });
     }
     let parts = dq.parts();
+    ck.check_files(&parts).map_err(ExportError::Load)?;
+    let _fetched = ck
+        .fetch(&parts, cancel, progress)
+        .map_err(ExportError::Load)?;
     let source = || ck.check_unchanged(&parts);
-    source().map_err(ExportError::Load)?;
     let shape = lt.shape().to_vec();
     if format == ExportFormat::Npy
         && let Some((dimension, &size)) = shape

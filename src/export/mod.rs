@@ -413,12 +413,11 @@ pub fn export_tensor(
             source_file: source.to_path_buf(),
         });
     }
-    let source = || {
-        ck.shards()
-            .get(t.shard())
-            .map_or(Ok(()), |shard| shard.file().check_unchanged())
-    };
-    source().map_err(ExportError::Load)?;
+    ck.check_files(&[t]).map_err(ExportError::Load)?;
+    let _fetched = ck
+        .fetch(&[t], cancel, progress)
+        .map_err(ExportError::Load)?;
+    let source = || ck.check_unchanged(&[t]);
     let view = TensorView {
         name: info.name(),
         dtype: info.dtype(),

@@ -25,6 +25,8 @@ pub enum CheckpointKind {
         metadata: serde_json::Value,
         /// `metadata.total_size`, when present and an integer.
         total_size: Option<u64>,
+        /// Length of the index file in bytes, as read.
+        index_bytes: u64,
     },
 }
 
@@ -184,32 +186,130 @@ impl Checkpoint {
 
     /// Opens a safetensors file, a shard index (`*.json`), or a folder that
     /// holds one of them.
+    ///
+    /// An `http://`, `https://` or `hf://` location opens the remote file or
+    /// index it names (see [`crate::source::remote`]): only headers are read.
     pub fn open(path: &Path) -> Result<Self, LoadError> {
+        if let Some(location) = path.to_str()
+            && crate::source::remote::is_remote(location)
+        {
+            return Self::open_remote(location);
+        }
         let path = resolve_folder(path)?;
         let is_index = path
             .file_name()
             .and_then(|n| n.to_str())
             .is_some_and(|n| n.to_ascii_lowercase().ends_with(".json"));
         if is_index {
-            Self::open_index(&path)
+            let text = read_index(&path)?;
+            let folder = path.parent().unwrap_or_else(|| Path::new("."));
+            Self::open_index(&path, &text, &|name| {
+                SafetensorsFile::open(&folder.join(name)).map_err(|e| match e {
+                    LoadError::Io { path, source } => LoadError::ShardMissing {
+                        shard: name.to_owned(),
+                        path,
+                        source,
+                    },
+                    other => other,
+                })
+            })
         } else {
             let file = SafetensorsFile::open(&path)?;
-            let name = path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let warnings = format_warnings(&file, None);
-            let tensors = (0..file.header().tensors().len())
-                .map(|index| TensorRef { shard: 0, index })
-                .collect();
-            Ok(Self::new(
-                path,
-                CheckpointKind::Single,
-                vec![Shard { name, file }],
-                tensors,
-                warnings,
-            ))
+            Ok(Self::single(path, file))
         }
+    }
+
+    /// A checkpoint of one file.
+    fn single(path: PathBuf, file: SafetensorsFile) -> Self {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let warnings = format_warnings(&file, None);
+        let tensors = (0..file.header().tensors().len())
+            .map(|index| TensorRef { shard: 0, index })
+            .collect();
+        Self::new(
+            path,
+            CheckpointKind::Single,
+            vec![Shard { name, file }],
+            tensors,
+            warnings,
+        )
+    }
+
+    /// Opens a remote file or shard index (a URL or a Hub location); an
+    /// index's shards are opened header by header, a few at once.
+    fn open_remote(location: &str) -> Result<Self, LoadError> {
+        use crate::source::remote::{self, hub};
+        let client = remote::client();
+        let remote_error = |error| LoadError::Remote {
+            path: location.into(),
+            error,
+        };
+        let rule = hub::IndexRule {
+            name: INDEX_FILE_NAME,
+            max_bytes: MAX_INDEX_BYTES,
+        };
+        let located = hub::locate(client, location, rule).map_err(remote_error)?;
+        let url = located.url.clone();
+        let path = PathBuf::from(&url);
+        let not_found = |e: LoadError, file: &str| match (&located.hub, e) {
+            (Some(h), LoadError::Remote { path, error }) if error.kind() == "NotFound" => {
+                LoadError::Remote {
+                    path,
+                    error: hub::not_found(h, file),
+                }
+            }
+            (_, other) => other,
+        };
+        let is_index = url
+            .split(['?', '#'])
+            .next()
+            .is_some_and(|u| u.to_ascii_lowercase().ends_with(".json"));
+        if !is_index {
+            let name = url
+                .split(['?', '#'])
+                .next()
+                .and_then(|u| u.rsplit('/').next())
+                .unwrap_or("")
+                .to_owned();
+            let file = SafetensorsFile::open_url(&url).map_err(|e| not_found(e, &name))?;
+            return Ok(Self::single(path, file));
+        }
+        let text = match located.index {
+            Some(t) => t,
+            None => client
+                .read_small(&url, MAX_INDEX_BYTES)
+                .map_err(|error| LoadError::Remote {
+                    path: path.clone(),
+                    error,
+                })?
+                .ok_or_else(|| LoadError::Remote {
+                    path: path.clone(),
+                    error: remote::RemoteError::new(
+                        "NotFound",
+                        format!("{url}: HTTP 404, no such file"),
+                    ),
+                })?,
+        };
+        Self::open_index(&path, &text, &|name| {
+            let shard_url =
+                remote::sibling_url(&url, name).ok_or_else(|| LoadError::InvalidIndex {
+                    path: path.clone(),
+                    message: format!("shard name {name:?} gives no URL"),
+                })?;
+            SafetensorsFile::open_url(&shard_url).map_err(|e| match not_found(e, name) {
+                LoadError::Remote { path, error } => LoadError::Remote {
+                    path,
+                    error: remote::RemoteError::new(
+                        error.kind(),
+                        format!("shard {name:?} named by the index: {}", error.message()),
+                    ),
+                },
+                other => other,
+            })
+        })
     }
 
     /// True for a sharded model.
@@ -236,10 +336,127 @@ impl Checkpoint {
         }
     }
 
+    /// True when any file of the checkpoint is remote.
+    pub fn is_remote(&self) -> bool {
+        self.shards.iter().any(|s| s.file.remote().is_some())
+    }
+
+    /// Brings the bytes of `tensors` into reach: nothing to do for local
+    /// files; for remote ones, what the cache lacks is fetched (adjacent
+    /// tensors in one run of chunks) and kept until the result is dropped.
+    /// Every reader calls this before it reads; received bytes are added to
+    /// `progress`'s fetched count.
+    pub fn fetch(
+        &self,
+        tensors: &[TensorRef],
+        cancel: &crate::jobs::CancelToken,
+        progress: &crate::jobs::Progress,
+    ) -> Result<crate::source::Fetched, LoadError> {
+        let mut out = crate::source::Fetched::default();
+        if !self.is_remote() {
+            return Ok(out);
+        }
+        let mut ranges: Vec<(usize, std::ops::Range<u64>)> = tensors
+            .iter()
+            .filter_map(|&t| {
+                let shard = self.shards.get(t.shard)?;
+                shard.file.remote()?;
+                let r = shard.file.tensor_range(self.info(t)?);
+                (!r.is_empty()).then_some((t.shard, r))
+            })
+            .collect();
+        ranges.sort_by_key(|(s, r)| (*s, r.start));
+        let mut merged: Vec<(usize, std::ops::Range<u64>)> = Vec::new();
+        for (s, r) in ranges {
+            match merged.last_mut() {
+                Some((ls, lr))
+                    if *ls == s
+                        && r.start
+                            <= lr.end.saturating_add(crate::source::remote::cache::CHUNK) =>
+                {
+                    lr.end = lr.end.max(r.end);
+                }
+                _ => merged.push((s, r)),
+            }
+        }
+        for (s, r) in merged {
+            let shard = &self.shards[s];
+            let pin = shard
+                .file
+                .source()
+                .fetch(r, cancel, progress)
+                .map_err(|error| LoadError::Remote {
+                    path: shard.file.path().to_path_buf(),
+                    error,
+                })?;
+            out.extend(pin);
+        }
+        Ok(out)
+    }
+
+    /// The bytes of a small tensor that is read while a checkpoint is
+    /// looked at (a quantization's `g_idx`, a quant state): for a remote
+    /// file not yet cached, read in one request of exactly its range,
+    /// outside the cache (a chunk each would cost megabytes per layer).
+    /// Empty when that read fails: the caller's verdict names the tensor.
+    pub fn small_bytes(&self, t: TensorRef) -> std::borrow::Cow<'_, [u8]> {
+        let (Some(shard), Some(info)) = (self.shards.get(t.shard), self.info(t)) else {
+            return std::borrow::Cow::Borrowed(&[]);
+        };
+        let range = shard.file.tensor_range(info);
+        match shard.file.remote() {
+            Some(remote) if !remote.is_present(range.clone()) => {
+                std::borrow::Cow::Owned(remote.read_exact(range).unwrap_or_default())
+            }
+            _ => std::borrow::Cow::Borrowed(self.bytes(t)),
+        }
+    }
+
+    /// Bytes the cache lacks for `tensors` (0 for local files): what
+    /// [`Checkpoint::fetch`] would download, for asking first.
+    pub fn missing_bytes(&self, tensors: &[TensorRef]) -> u64 {
+        tensors
+            .iter()
+            .filter_map(|&t| {
+                let shard = self.shards.get(t.shard)?;
+                let remote = shard.file.remote()?;
+                Some(remote.missing(shard.file.tensor_range(self.info(t)?)))
+            })
+            .sum()
+    }
+
     /// Checks that the files holding `tensors` are as they were when
     /// mapped (see `SafetensorsFile::check_unchanged`): before a reader
-    /// starts, and again before it reports what it read.
+    /// starts, and again before it reports what it read. For a remote
+    /// file, also that the tensors' bytes were fetched: a reader that did
+    /// not fetch them read zeros, which must never be reported.
     pub fn check_unchanged(&self, tensors: &[TensorRef]) -> Result<(), LoadError> {
+        for &t in tensors {
+            if let (Some(shard), Some(info)) = (self.shards.get(t.shard), self.info(t))
+                && !shard
+                    .file
+                    .source()
+                    .is_present(shard.file.tensor_range(info))
+            {
+                return Err(LoadError::Remote {
+                    path: shard.file.path().to_path_buf(),
+                    error: crate::source::RemoteError::new(
+                        "NotFetched",
+                        format!(
+                            "the bytes of tensor {:?} were read before they were fetched (or were evicted from the cache while read); nothing is reported",
+                            info.name()
+                        ),
+                    ),
+                });
+            }
+        }
+        self.check_files(tensors)
+    }
+
+    /// The first half of [`Checkpoint::check_unchanged`]: the files holding
+    /// `tensors` are as they were when opened. For a reader's start, before
+    /// it fetches.
+    pub fn check_files(&self, tensors: &[TensorRef]) -> Result<(), LoadError> {
         let mut shards: Vec<usize> = tensors.iter().map(|t| t.shard).collect();
         shards.sort_unstable();
         shards.dedup();
@@ -269,14 +486,20 @@ impl Checkpoint {
         self.entries().map(|(_, i)| i.nbytes()).sum()
     }
 
-    fn open_index(path: &Path) -> Result<Self, LoadError> {
+    /// A sharded checkpoint from its index's bytes; `open_shard` opens a
+    /// shard by the name the index gives it. Shards are opened a few at
+    /// once (remote ones wait on the network), in name order.
+    fn open_index(
+        path: &Path,
+        text: &[u8],
+        open_shard: &(dyn Fn(&str) -> Result<SafetensorsFile, LoadError> + Sync),
+    ) -> Result<Self, LoadError> {
         let invalid = |message: String| LoadError::InvalidIndex {
             path: path.to_path_buf(),
             message,
         };
-        let text = read_index(path)?;
         let index: serde_json::Value =
-            serde_json::from_slice(&text).map_err(|e| invalid(format!("not JSON: {e}")))?;
+            serde_json::from_slice(text).map_err(|e| invalid(format!("not JSON: {e}")))?;
         let Some(object) = index.as_object() else {
             return Err(invalid("the index is not a JSON object".into()));
         };
@@ -300,18 +523,17 @@ impl Checkpoint {
             })?;
             weight_map.insert(tensor, shard);
         }
-        let folder = path.parent().unwrap_or_else(|| Path::new("."));
-        let shard_names: BTreeSet<&str> = weight_map.values().copied().collect();
+        let shard_names: Vec<&str> = weight_map
+            .values()
+            .copied()
+            .collect::<BTreeSet<&str>>()
+            .into_iter()
+            .collect();
+        let opened = open_all(&shard_names, open_shard);
         let mut shards = Vec::with_capacity(shard_names.len());
         let mut warnings = Vec::new();
-        for name in &shard_names {
-            let shard_path = folder.join(name);
-            let file = SafetensorsFile::open(&shard_path).map_err(|e| match e {
-                LoadError::Io { path, source } => LoadError::ShardMissing {
-                    shard: (*name).to_owned(),
-                    path,
-                    source,
-                },
+        for (name, file) in shard_names.iter().zip(opened) {
+            let file = file.map_err(|e| match e {
                 LoadError::Format {
                     path,
                     error,
@@ -405,6 +627,7 @@ impl Checkpoint {
             CheckpointKind::Sharded {
                 metadata,
                 total_size,
+                index_bytes: text.len() as u64,
             },
             shards,
             tensors,
@@ -412,6 +635,45 @@ impl Checkpoint {
         ))
     }
 }
+
+/// Opens every shard, at most [`SHARDS_AT_ONCE`] at a time, keeping the
+/// order of `names`.
+fn open_all(
+    names: &[&str],
+    open_shard: &(dyn Fn(&str) -> Result<SafetensorsFile, LoadError> + Sync),
+) -> Vec<Result<SafetensorsFile, LoadError>> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let slots: Vec<std::sync::Mutex<Option<Result<SafetensorsFile, LoadError>>>> =
+        names.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        for _ in 0..SHARDS_AT_ONCE.min(names.len()) {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(name) = names.get(i) else { return };
+                    let r = open_shard(name);
+                    if let Some(slot) = slots.get(i) {
+                        *slot
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(r);
+                    }
+                }
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .zip(names)
+        .map(|(m, name)| {
+            m.into_inner()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .unwrap_or_else(|| open_shard(name))
+        })
+        .collect()
+}
+
+/// Shards whose headers are read at once.
+const SHARDS_AT_ONCE: usize = 8;
 
 fn json_u64(v: &serde_json::Value) -> Option<u64> {
     if let Some(n) = v.as_u64() {

@@ -11,7 +11,6 @@ mod checkpoint;
 mod detect;
 mod error;
 mod file;
-mod map;
 mod parse;
 pub mod write;
 
@@ -83,6 +82,14 @@ pub enum LoadError {
         /// The index file, where the mapping is written.
         path: PathBuf,
     },
+    /// A remote file could not be read (HTTP, the cache), or changed on
+    /// the server.
+    Remote {
+        /// The URL (or Hub location).
+        path: PathBuf,
+        /// What went wrong.
+        error: crate::source::RemoteError,
+    },
     /// The file changed length since it was opened.
     Changed {
         /// The file whose length changed.
@@ -106,6 +113,7 @@ impl LoadError {
             LoadError::ShardInvalid { .. } => "ShardInvalid",
             LoadError::IndexMismatch { .. } => "IndexMismatch",
             LoadError::Changed { .. } => "Changed",
+            LoadError::Remote { error, .. } => error.kind(),
         }
     }
 
@@ -113,7 +121,10 @@ impl LoadError {
     /// failure that says nothing about validity (`validate` exits 1 for the
     /// former, 2 for the latter).
     pub fn is_verdict(&self) -> bool {
-        !matches!(self, LoadError::Io { .. } | LoadError::Changed { .. })
+        !matches!(
+            self,
+            LoadError::Io { .. } | LoadError::Changed { .. } | LoadError::Remote { .. }
+        )
     }
 
     /// The path most relevant to the error.
@@ -125,7 +136,8 @@ impl LoadError {
             | LoadError::ShardMissing { path, .. }
             | LoadError::ShardInvalid { path, .. }
             | LoadError::IndexMismatch { path, .. }
-            | LoadError::Changed { path, .. } => path,
+            | LoadError::Changed { path, .. }
+            | LoadError::Remote { path, .. } => path,
         }
     }
 
@@ -214,6 +226,7 @@ impl LoadError {
                     .map(|s| format!(" (it is in {s:?})"))
                     .unwrap_or_default()
             ),
+            LoadError::Remote { error, .. } => error.message().to_owned(),
             LoadError::Changed { was, now, .. } => {
                 format!(
                     "the file changed while being read: it is now {now} bytes, {was} were expected; reopen it"

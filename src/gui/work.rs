@@ -180,11 +180,10 @@ pub fn heatmap(
         && let Some(dq) = crate::quant::Dequantizer::new(ck, lt)
     {
         let parts = dq.parts();
-        let unchanged = || {
-            ck.check_unchanged(&parts)
-                .map_err(|e| HeatmapError::Unreadable(e.message()))
-        };
-        unchanged()?;
+        let unreadable = |e: crate::format::LoadError| HeatmapError::Unreadable(e.message());
+        ck.check_files(&parts).map_err(unreadable)?;
+        let _fetched = ck.fetch(&parts, cancel, progress).map_err(unreadable)?;
+        let unchanged = || ck.check_unchanged(&parts).map_err(unreadable);
         let mut scratch = vec![0f32; 4096];
         let mut decode = |first: u64, out: &mut [f64]| {
             let n = out.len().min(scratch.len());
@@ -198,11 +197,10 @@ pub fn heatmap(
         unchanged()?;
         return Ok(map);
     }
-    let unchanged = || {
-        ck.check_unchanged(&[tensor])
-            .map_err(|e| HeatmapError::Unreadable(e.message()))
-    };
-    unchanged()?;
+    let unreadable = |e: crate::format::LoadError| HeatmapError::Unreadable(e.message());
+    ck.check_files(&[tensor]).map_err(unreadable)?;
+    let _fetched = ck.fetch(&[tensor], cancel, progress).map_err(unreadable)?;
+    let unchanged = || ck.check_unchanged(&[tensor]).map_err(unreadable);
     let info = ck
         .info(tensor)
         .ok_or_else(|| HeatmapError::Unreadable("the tensor is not in the file".into()))?;
@@ -230,6 +228,13 @@ pub fn pair_detail_of(
     let options = StatsOptions::default();
     let (sa, parts_a, stats_a) = detail_side(a, qa, name_a, &options, cancel, progress)?;
     let (sb, parts_b, stats_b) = detail_side(b, qb, name_b, &options, cancel, progress)?;
+    // Kept in the cache (remote sides) while the Δ figures read them again.
+    let _fa = a
+        .fetch(&parts_a, cancel, progress)
+        .map_err(|e| e.to_string())?;
+    let _fb = b
+        .fetch(&parts_b, cancel, progress)
+        .map_err(|e| e.to_string())?;
     let opts = DiffOptions::default();
     let delta = diff::delta_histogram_of(a, sa, b, sb, 128, &opts, cancel, progress)
         .map_err(|e| e.to_string())?;
@@ -291,6 +296,13 @@ pub fn pair_detail(
     progress: &Progress,
 ) -> Result<PairDetail, String> {
     let options = StatsOptions::default();
+    // Fetched once (remote sides) for the statistics and the Δ figures.
+    let _fa = a
+        .fetch(&[pair.a], cancel, progress)
+        .map_err(|e| e.to_string())?;
+    let _fb = b
+        .fetch(&[pair.b], cancel, progress)
+        .map_err(|e| e.to_string())?;
     let sa =
         stats::tensor_stats(a, pair.a, &options, cancel, progress).map_err(|e| e.to_string())?;
     let sb =

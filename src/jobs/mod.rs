@@ -56,6 +56,7 @@ pub struct Cancelled;
 pub struct Progress {
     done: AtomicU64,
     total: AtomicU64,
+    fetched: AtomicU64,
     notify: Option<Box<dyn Fn() + Send + Sync>>,
 }
 
@@ -92,6 +93,17 @@ impl Progress {
     pub fn add(&self, amount: u64) {
         self.done.fetch_add(amount, Ordering::Relaxed);
         self.notify();
+    }
+
+    /// Adds `bytes` to the bytes fetched from the network (remote files).
+    pub fn add_fetched(&self, bytes: u64) {
+        self.fetched.fetch_add(bytes, Ordering::Relaxed);
+        self.notify();
+    }
+
+    /// Bytes fetched from the network so far by this work (0 for local files).
+    pub fn fetched(&self) -> u64 {
+        self.fetched.load(Ordering::Relaxed)
     }
 
     /// Work done so far, in the unit the work chose (bytes, elements, …).

@@ -62,6 +62,18 @@ impl QuantConfig {
 
 /// Reads a JSON file of at most [`MAX_CONFIG_BYTES`].
 pub(crate) fn read_json(path: &Path) -> Result<Option<Value>, String> {
+    // Beside a remote checkpoint: the file at the URL, as hostile as a
+    // local one and under the same cap.
+    if let Some(url) = path.to_str()
+        && crate::source::remote::is_remote(url)
+    {
+        let text = crate::source::remote::client()
+            .read_small(url, MAX_CONFIG_BYTES)
+            .map_err(|e| format!("cannot be read: {e}"))?;
+        return text
+            .map(|t| serde_json::from_slice(&t).map_err(|e| format!("is not valid JSON: {e}")))
+            .transpose();
+    }
     // Only a regular file: opening a FIFO (or a device) of that name would
     // wait for a writer forever, and the job opening the checkpoint with it.
     match std::fs::metadata(path) {

@@ -351,7 +351,7 @@ impl<'a> Context<'a> {
         if p.numel() > max {
             return None;
         }
-        let bytes = self.ck.bytes(p.t);
+        let bytes = self.ck.small_bytes(p.t);
         let width = usize::try_from(p.dtype().bits() / 8).ok()?;
         if !matches!(p.dtype(), Dtype::I32 | Dtype::I64 | Dtype::U32) {
             return None;

@@ -45,6 +45,23 @@ fn execute_once(
     check_consistent(ck, plan)?;
     check_not_source(ck, plan)?;
     ck.check_all_unchanged().map_err(ResaveError::Load)?;
+    // What the plan reads: a decoded weight's parts, else the tensor.
+    let reads: Vec<crate::format::TensorRef> = plan
+        .tensors
+        .iter()
+        .flat_map(|t| {
+            match t
+                .logical
+                .and_then(|l| plan.quant.as_ref().and_then(|q| q.tensors().get(l)))
+            {
+                Some(lt) => lt.parts().iter().map(|(_, r)| *r).collect(),
+                None => vec![t.source],
+            }
+        })
+        .collect();
+    let _fetched = ck
+        .fetch(&reads, cancel, progress)
+        .map_err(ResaveError::Load)?;
     let headers = plan
         .files
         .iter()

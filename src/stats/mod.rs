@@ -294,7 +294,7 @@ pub fn scan_each(
     progress: &Progress,
     each: &mut dyn FnMut(TensorStats),
 ) -> Result<Summary, StatsError> {
-    ck.check_unchanged(selection)?;
+    ck.check_files(selection)?;
     let bytes_of = |t: &TensorRef| ck.info(*t).map_or(0, crate::format::TensorInfo::nbytes);
     let total = selection
         .iter()
@@ -304,12 +304,19 @@ pub fn scan_each(
     progress.set_total(total);
     let mut summary =
         SummaryBuilder::new(selection.iter().map(bytes_of).fold(0, u64::saturating_add));
+    // Remote bytes are fetched batch by batch: a batch is what the cache
+    // holds for the scan at once.
+    let batch_bytes = if ck.is_remote() {
+        crate::source::remote::batch_bytes()
+    } else {
+        BATCH_BYTES
+    };
     let mut rest = selection;
     while !rest.is_empty() {
         let mut size = 0u64;
         let mut len = 0;
         for t in rest.iter().take(BATCH_TENSORS) {
-            if len > 0 && size.saturating_add(bytes_of(t)) > BATCH_BYTES {
+            if len > 0 && size.saturating_add(bytes_of(t)) > batch_bytes {
                 break;
             }
             size = size.saturating_add(bytes_of(t));
@@ -334,6 +341,7 @@ fn scan_batch(
     cancel: &CancelToken,
     progress: &Progress,
 ) -> Result<Vec<TensorStats>, StatsError> {
+    let _fetched = ck.fetch(batch, cancel, progress)?;
     let one = |t: TensorRef| -> Option<Result<TensorStats, Cancelled>> {
         let info = ck.info(t)?;
         Some(

@@ -133,7 +133,8 @@ pub fn logical_stats(
         return Ok(None);
     };
     let parts = dq.parts();
-    ck.check_unchanged(&parts)?;
+    ck.check_files(&parts)?;
+    let _fetched = ck.fetch(&parts, cancel, progress)?;
     // Values that are all of a 16-bit dtype (the library's F16 or BF16,
     // or F32 values that happen to be, as every MX format's) are counted by
     // code in one pass, codes beside them; every figure follows exactly.
@@ -450,7 +451,7 @@ pub fn scan_dequant_each(
     progress: &Progress,
     each: &mut dyn FnMut(Entry),
 ) -> Result<super::Summary, StatsError> {
-    ck.check_unchanged(selection)?;
+    ck.check_files(selection)?;
     let mut seen = vec![false; q.tensors().len()];
     let mut total = 0u64;
     let mut bytes = 0u64;

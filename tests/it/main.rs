@@ -14,6 +14,7 @@ mod oracle;
 mod props;
 mod quant;
 mod quant_oracle;
+mod remote;
 mod resave;
 mod shards;
 mod stats;

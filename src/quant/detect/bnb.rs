@@ -35,7 +35,7 @@ pub(super) fn bnb4(cx: &Context<'_>, m: &Module<'_>) -> Option<LogicalTensor> {
             blob.describe()
         )));
     }
-    let state: Value = match serde_json::from_slice(cx.ck.bytes(blob.t)) {
+    let state: Value = match serde_json::from_slice(&cx.ck.small_bytes(blob.t)) {
         Ok(v) => v,
         Err(e) => {
             return Some(found.inconsistent(format!(
@@ -206,5 +206,5 @@ pub(super) fn bnb8(cx: &Context<'_>, m: &Module<'_>) -> Option<LogicalTensor> {
 }
 
 fn cx_first_byte(cx: &Context<'_>, p: super::Part<'_>) -> Option<u8> {
-    cx.ck.bytes(p.t).first().copied()
+    cx.ck.small_bytes(p.t).first().copied()
 }

@@ -1,0 +1,556 @@
+//! A remote file as the format reads it: a mapped cache file that fills
+//! in as ranges are fetched.
+//!
+//! Opening reads the header in at most two range requests: the first
+//! [`HEADER_GUESS`] bytes (which hold the 8-byte length and, for most
+//! files, the whole header), then the rest of the header if it is longer.
+//! A cached header is revalidated with a conditional request (`304`, no
+//! bytes). Tensor bytes come in [`CHUNK`]s, [`Settings::parallel`] in
+//! flight, each response checked against the file's version; a chunk is
+//! marked present only once all its bytes are written. Ranges a reader
+//! uses are pinned ([`Pin`]) so that the cache cap never takes them from
+//! under it.
+
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+use super::cache::{self, CHUNK, Entry};
+use super::http::{Client, Version};
+use super::{RemoteError, url};
+use crate::jobs::{CancelToken, Progress};
+use crate::source::map::Mapping;
+
+/// Bytes asked for by the first request of a file: its header's length and,
+/// for most files, the whole header.
+pub const HEADER_GUESS: u64 = 64 * 1024;
+
+/// Attempts per chunk when the connection fails (a dropped connection, a
+/// body cut short, a timeout): the first and two more.
+const ATTEMPTS: u32 = 3;
+
+/// A remote file, open: cheap to clone (one shared state).
+#[derive(Debug, Clone)]
+pub struct RemoteFile {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    url: String,
+    client: Client,
+    version: Version,
+    /// False when the server ignores `Range`: only the header was read.
+    ranges: bool,
+    entry: Entry,
+    map: Mapping,
+    /// `[0, header_end)` is present (the header read at open).
+    header_end: u64,
+    /// One bit per chunk: its bytes are in the cache file.
+    present: Vec<AtomicU64>,
+    /// When each chunk was last asked for (a process-wide tick), for
+    /// eviction.
+    used: Vec<AtomicU64>,
+    /// Chunk ranges in use by readers.
+    pins: Mutex<Vec<Range<u64>>>,
+    /// Chunks being fetched by some thread (the others wait for them).
+    in_flight: Mutex<Vec<u64>>,
+    arrived: std::sync::Condvar,
+    /// Set when a response showed another version of the file.
+    changed: AtomicBool,
+    /// Bytes received from the network for this file.
+    fetched: AtomicU64,
+}
+
+/// A range kept in the cache while a reader uses it; released on drop.
+#[derive(Debug)]
+pub struct Pin {
+    inner: Arc<Inner>,
+    chunks: Range<u64>,
+}
+
+impl Drop for Pin {
+    fn drop(&mut self) {
+        {
+            let mut pins = lock(&self.inner.pins);
+            if let Some(i) = pins.iter().position(|p| *p == self.chunks) {
+                pins.swap_remove(i);
+            }
+        }
+        // What the reader held may now make room under the cap.
+        if !self.chunks.is_empty() {
+            self.inner.enforce_cap();
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+static TICK: AtomicU64 = AtomicU64::new(1);
+
+/// Every remote file open in this process, for the cache cap.
+static OPEN: Mutex<Vec<Weak<Inner>>> = Mutex::new(Vec::new());
+
+/// Bytes received from the network by every remote file of this process.
+static FETCHED: AtomicU64 = AtomicU64::new(0);
+
+/// Bytes received from the network by this process so far.
+pub fn total_fetched() -> u64 {
+    FETCHED.load(Ordering::Relaxed)
+}
+
+impl RemoteFile {
+    /// Opens `target`: reads its header (or revalidates the cached one)
+    /// and maps its cache file. The first 8 bytes give the header's
+    /// length; at most `max_header` more are fetched for it (a longer one is
+    /// the format's verdict to give, from what was read).
+    pub fn open(client: &Client, target: &str, max_header: u64) -> Result<Self, RemoteError> {
+        let mut entry = Entry::open(client.settings(), target)?;
+        let stored = entry.stored().cloned();
+        let cancel = CancelToken::new();
+        let mut first = Vec::new();
+        let reply = client.read_range(
+            target,
+            0..HEADER_GUESS,
+            stored.as_ref().map(|(v, _)| v),
+            stored.as_ref().is_some_and(|(_, h)| *h > 0),
+            &mut |b| {
+                first.extend_from_slice(b);
+                Ok(())
+            },
+            &cancel,
+        )?;
+        FETCHED.fetch_add(reply.bytes, Ordering::Relaxed);
+        let version = reply.version.clone();
+        entry.prepare(target, &version)?;
+        let mut header_end = if reply.not_modified {
+            stored.as_ref().map_or(0, |(_, h)| *h)
+        } else {
+            entry.write_at(0, &first)?;
+            first.len() as u64
+        };
+        let mut fetched = reply.bytes;
+        if !reply.not_modified && first.len() >= 8 {
+            let mut n = [0u8; 8];
+            n.copy_from_slice(&first[..8]);
+            let need = u64::from_le_bytes(n).saturating_add(8);
+            // A length past the limit or the file is the format's verdict
+            // to give; nothing more is read for it.
+            if need > header_end && need <= version.size && need - 8 <= max_header {
+                if !reply.ranges {
+                    return Err(RemoteError::new(
+                        "RangeIgnored",
+                        format!(
+                            "{}: the server ignores Range requests and the header is {need} bytes; it is not downloaded whole (download the file and open the copy)",
+                            url::display(target)
+                        ),
+                    ));
+                }
+                let mut rest = Vec::new();
+                let r = client.read_range(
+                    target,
+                    header_end..need,
+                    Some(&version),
+                    false,
+                    &mut |b| {
+                        if rest.len() as u64 + b.len() as u64 > need {
+                            return Err(RemoteError::new(
+                                "BadResponse",
+                                "the header came longer than asked",
+                            ));
+                        }
+                        rest.extend_from_slice(b);
+                        Ok(())
+                    },
+                    &cancel,
+                )?;
+                FETCHED.fetch_add(r.bytes, Ordering::Relaxed);
+                fetched += r.bytes;
+                entry.write_at(header_end, &rest)?;
+                header_end = need;
+            }
+        }
+        let chunks = version.size.div_ceil(CHUNK);
+        let words = usize::try_from(chunks.div_ceil(64)).map_err(|_| {
+            RemoteError::new(
+                "BadResponse",
+                format!("{} is too large", url::display(target)),
+            )
+        })?;
+        let present: Vec<AtomicU64> = (0..words).map(|_| AtomicU64::new(0)).collect();
+        for (i, byte) in entry.stored_chunks().iter().enumerate() {
+            if let Some(w) = present.get(i / 8) {
+                w.fetch_or(u64::from(*byte) << ((i % 8) * 8), Ordering::Relaxed);
+            }
+        }
+        let data = entry.data()?;
+        let map = Mapping::map(&data).map_err(|e| {
+            RemoteError::new("Cache", format!("the cache file cannot be mapped: {e}"))
+        })?;
+        let used = (0..chunks).map(|_| AtomicU64::new(0)).collect();
+        let inner = Arc::new(Inner {
+            url: target.to_owned(),
+            client: client.clone(),
+            version,
+            ranges: reply.ranges,
+            entry,
+            map,
+            header_end,
+            present,
+            used,
+            pins: Mutex::new(Vec::new()),
+            in_flight: Mutex::new(Vec::new()),
+            arrived: std::sync::Condvar::new(),
+            changed: AtomicBool::new(false),
+            fetched: AtomicU64::new(fetched),
+        });
+        inner.persist();
+        let mut open = lock(&OPEN);
+        open.retain(|w| w.strong_count() > 0);
+        open.push(Arc::downgrade(&inner));
+        Ok(Self { inner })
+    }
+
+    /// The URL this file was opened from.
+    pub fn url(&self) -> &str {
+        &self.inner.url
+    }
+
+    /// The remote file's version (ETag or Last-Modified, and size).
+    pub fn version(&self) -> &Version {
+        &self.inner.version
+    }
+
+    /// Bytes received from the network for this file.
+    pub fn fetched(&self) -> u64 {
+        self.inner.fetched.load(Ordering::Relaxed)
+    }
+
+    /// The cache file's map: the whole file, zeros where not fetched.
+    pub fn bytes(&self) -> &[u8] {
+        self.inner.map.bytes()
+    }
+
+    /// True once a response showed another version of the file (or the
+    /// cache file was cut short under its map).
+    pub fn changed(&self) -> bool {
+        self.inner.changed.load(Ordering::Acquire) || self.inner.map.changed()
+    }
+
+    /// Bytes of `range` that are not in the cache yet (what a fetch of it
+    /// would download, at chunk granularity).
+    pub fn missing(&self, range: Range<u64>) -> u64 {
+        let r = self.clamp(range);
+        if r.is_empty() || r.end <= self.inner.header_end {
+            return 0;
+        }
+        Self::chunks(r)
+            .filter(|&c| !self.inner.has(c))
+            .map(|c| self.inner.chunk_range(c).end - c * CHUNK)
+            .sum()
+    }
+
+    fn clamp(&self, range: Range<u64>) -> Range<u64> {
+        let size = self.inner.version.size;
+        range.start.min(size)..range.end.min(size)
+    }
+
+    fn chunks(r: Range<u64>) -> Range<u64> {
+        r.start / CHUNK..r.end.div_ceil(CHUNK)
+    }
+
+    /// Reads `range` (at most 16 MiB) in one request, outside the cache.
+    pub fn read_exact(&self, range: Range<u64>) -> Result<Vec<u8>, RemoteError> {
+        let r = self.clamp(range);
+        if r.is_empty() {
+            return Ok(Vec::new());
+        }
+        if r.end - r.start > 16 << 20 || !self.inner.ranges {
+            return Err(RemoteError::new(
+                "RangeIgnored",
+                format!(
+                    "{}: bytes {}-{} cannot be read alone",
+                    url::display(&self.inner.url),
+                    r.start,
+                    r.end - 1
+                ),
+            ));
+        }
+        let mut out = Vec::new();
+        let reply = self.inner.client.read_range(
+            &self.inner.url,
+            r,
+            Some(&self.inner.version),
+            false,
+            &mut |b| {
+                out.extend_from_slice(b);
+                Ok(())
+            },
+            &CancelToken::new(),
+        );
+        self.inner
+            .fetched
+            .fetch_add(out.len() as u64, Ordering::Relaxed);
+        FETCHED.fetch_add(out.len() as u64, Ordering::Relaxed);
+        match reply {
+            Ok(_) => Ok(out),
+            Err(e) => {
+                if e.kind() == "RemoteChanged" {
+                    self.inner.changed.store(true, Ordering::Release);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// True when every byte of `range` is in the cache.
+    pub fn is_present(&self, range: Range<u64>) -> bool {
+        let r = self.clamp(range);
+        r.is_empty() || r.end <= self.inner.header_end || Self::chunks(r).all(|c| self.inner.has(c))
+    }
+
+    /// Fetches what `range` lacks, [`Settings::parallel`] chunks at once,
+    /// and pins the range until the returned [`Pin`] is dropped. Bytes
+    /// received are added to `progress`'s fetched count.
+    pub fn fetch(
+        &self,
+        range: Range<u64>,
+        cancel: &CancelToken,
+        progress: &Progress,
+    ) -> Result<Pin, RemoteError> {
+        let r = self.clamp(range);
+        let chunks = if r.is_empty() || r.end <= self.inner.header_end {
+            0..0
+        } else {
+            Self::chunks(r)
+        };
+        let pin = Pin {
+            inner: Arc::clone(&self.inner),
+            chunks: chunks.clone(),
+        };
+        lock(&self.inner.pins).push(chunks.clone());
+        let tick = TICK.fetch_add(1, Ordering::Relaxed);
+        for c in chunks.clone() {
+            if let Some(u) = usize::try_from(c).ok().and_then(|c| self.inner.used.get(c)) {
+                u.store(tick, Ordering::Relaxed);
+            }
+        }
+        let missing: Vec<u64> = chunks.filter(|&c| !self.inner.has(c)).collect();
+        if missing.is_empty() {
+            return Ok(pin);
+        }
+        if !self.inner.ranges {
+            return Err(RemoteError::new(
+                "RangeIgnored",
+                format!(
+                    "{}: the server ignores Range requests, so a tensor's bytes cannot be read without downloading the whole file; download it and open the copy",
+                    url::display(&self.inner.url)
+                ),
+            ));
+        }
+        let next = AtomicU64::new(0);
+        let failure: Mutex<Option<RemoteError>> = Mutex::new(None);
+        let workers = self
+            .inner
+            .client
+            .settings()
+            .parallel
+            .clamp(1, 16)
+            .min(missing.len());
+        std::thread::scope(|s| {
+            for _ in 0..workers {
+                s.spawn(|| {
+                    loop {
+                        if lock(&failure).is_some() {
+                            return;
+                        }
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(&c) = usize::try_from(i).ok().and_then(|i| missing.get(i)) else {
+                            return;
+                        };
+                        if let Err(e) = self.inner.fetch_chunk(c, cancel, progress) {
+                            lock(&failure).get_or_insert(e);
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        self.inner.persist();
+        self.inner.enforce_cap();
+        if let Some(e) = lock(&failure).take() {
+            return Err(e);
+        }
+        Ok(pin)
+    }
+}
+
+impl Inner {
+    fn has(&self, c: u64) -> bool {
+        usize::try_from(c / 64)
+            .ok()
+            .and_then(|w| self.present.get(w))
+            .is_some_and(|w| w.load(Ordering::Acquire) & (1 << (c % 64)) != 0)
+    }
+
+    fn set(&self, c: u64, on: bool) {
+        if let Some(w) = usize::try_from(c / 64)
+            .ok()
+            .and_then(|w| self.present.get(w))
+        {
+            if on {
+                w.fetch_or(1 << (c % 64), Ordering::AcqRel);
+            } else {
+                w.fetch_and(!(1 << (c % 64)), Ordering::AcqRel);
+            }
+        }
+    }
+
+    fn chunk_range(&self, c: u64) -> Range<u64> {
+        c * CHUNK..((c + 1) * CHUNK).min(self.version.size)
+    }
+
+    /// Fetches chunk `c` unless another thread is: then waits for it.
+    fn fetch_chunk(
+        &self,
+        c: u64,
+        cancel: &CancelToken,
+        progress: &Progress,
+    ) -> Result<(), RemoteError> {
+        {
+            let mut flying = lock(&self.in_flight);
+            while flying.contains(&c) {
+                flying = self
+                    .arrived
+                    .wait(flying)
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+            }
+            if self.has(c) {
+                return Ok(());
+            }
+            flying.push(c);
+        }
+        let result = self.download(c, cancel, progress);
+        {
+            let mut flying = lock(&self.in_flight);
+            flying.retain(|&x| x != c);
+        }
+        self.arrived.notify_all();
+        result
+    }
+
+    fn download(
+        &self,
+        c: u64,
+        cancel: &CancelToken,
+        progress: &Progress,
+    ) -> Result<(), RemoteError> {
+        let range = self.chunk_range(c);
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let mut at = range.start;
+            let result = self.client.read_range(
+                &self.url,
+                range.clone(),
+                Some(&self.version),
+                false,
+                &mut |b| {
+                    self.entry.write_at(at, b)?;
+                    at += b.len() as u64;
+                    self.fetched.fetch_add(b.len() as u64, Ordering::Relaxed);
+                    FETCHED.fetch_add(b.len() as u64, Ordering::Relaxed);
+                    progress.add_fetched(b.len() as u64);
+                    Ok(())
+                },
+                cancel,
+            );
+            match result {
+                Ok(_) => {
+                    self.set(c, true);
+                    return Ok(());
+                }
+                Err(e) if e.kind() == "RemoteChanged" => {
+                    self.changed.store(true, Ordering::Release);
+                    return Err(e);
+                }
+                Err(e)
+                    if e.kind() == "Transport" && attempt < ATTEMPTS && !cancel.is_cancelled() =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(200 * u64::from(attempt)));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Records what the cache file holds, on disk.
+    fn persist(&self) {
+        let len = usize::try_from(cache::bitmap_len(self.version.size)).unwrap_or(0);
+        let mut bytes = vec![0u8; len];
+        for (i, b) in bytes.iter_mut().enumerate() {
+            if let Some(w) = self.present.get(i / 8) {
+                *b = (w.load(Ordering::Acquire) >> ((i % 8) * 8)) as u8;
+            }
+        }
+        self.entry
+            .persist(&self.url, &self.version, self.header_end, &bytes);
+        if let Some(dir) = self.entry.dir() {
+            cache::touch(dir);
+        }
+    }
+
+    /// Keeps the cache folder under its cap: other entries out first,
+    /// least recently used; then chunks of this process's open files that
+    /// no reader has pinned, least recently used.
+    fn enforce_cap(&self) {
+        let settings = self.client.settings();
+        let cap = settings.cache_max;
+        let Some(root) = &settings.cache_dir else {
+            return;
+        };
+        let open: Vec<Arc<Inner>> = lock(&OPEN).iter().filter_map(Weak::upgrade).collect();
+        let keep: Vec<std::path::PathBuf> = open
+            .iter()
+            .filter_map(|f| f.entry.dir().map(std::path::Path::to_path_buf))
+            .collect();
+        let mut total = cache::evict(root, cap, &keep);
+        if total <= cap {
+            return;
+        }
+        let mut candidates: Vec<(u64, usize, u64)> = Vec::new();
+        for (i, f) in open.iter().enumerate() {
+            let pins = lock(&f.pins).clone();
+            for c in 0..f.version.size.div_ceil(CHUNK) {
+                // The header's chunks stay: `header_end` vouches for them.
+                if f.has(c) && c * CHUNK >= f.header_end && !pins.iter().any(|p| p.contains(&c)) {
+                    let used = usize::try_from(c)
+                        .ok()
+                        .and_then(|c| f.used.get(c))
+                        .map_or(0, |u| u.load(Ordering::Relaxed));
+                    candidates.push((used, i, c));
+                }
+            }
+        }
+        candidates.sort_unstable();
+        for (_, i, c) in candidates {
+            if total <= cap {
+                break;
+            }
+            let f = &open[i];
+            let r = f.chunk_range(c);
+            // Marked absent first: a reader that looks now fetches again.
+            f.set(c, false);
+            if f.entry.punch(r.start..r.start + CHUNK) {
+                total = total.saturating_sub(r.end - r.start);
+            } else {
+                f.set(c, true);
+            }
+        }
+        for f in &open {
+            f.persist();
+        }
+    }
+}

@@ -102,6 +102,13 @@ pub enum Command {
     StartStats(StatsKey),
     /// Scan every tensor of the active tab.
     StartScan,
+    /// Fetch these bytes of a remote file of the active tab into the cache
+    /// (the value grid's page): shard, byte range.
+    FetchBytes(usize, std::ops::Range<u64>),
+    /// Show the *Open URL* window.
+    ShowOpenUrl,
+    /// Close it.
+    CloseOpenUrl,
     /// Compute a heatmap.
     StartHeatmap(HeatKey),
     /// Compare the active tab with this file, shard index or folder.

@@ -94,7 +94,7 @@ mod tests {
         let ctx = egui::Context::default();
         let mut out = ctx.run_ui(egui::RawInput::default(), |_| {});
         out.textures_delta.clear();
-        let missing: Vec<char> = "±·×Δ—…−⏴⏵⏶⏷ÄäéÅσ✔⚠"
+        let missing: Vec<char> = "±·×Δ—…−⏴⏵⏶⏷ÄäéÅσ✔⚠🌐"
             .chars()
             .filter(|&c| !ctx.fonts_mut(|f| f.has_glyph(&egui::FontId::proportional(14.0), c)))
             .collect();

@@ -21,6 +21,20 @@ use crate::jobs::{CancelToken, Progress};
 use map::Mapping;
 pub use remote::{RemoteError, RemoteFile};
 
+/// `path` made absolute, unless it is a remote location (a URL is kept
+/// as written).
+pub fn absolute_location(path: std::path::PathBuf) -> std::path::PathBuf {
+    if is_remote_location(&path) {
+        return path;
+    }
+    std::path::absolute(&path).unwrap_or(path)
+}
+
+/// True when `path` names a remote location (`http(s)://`, `hf://`).
+pub fn is_remote_location(path: &std::path::Path) -> bool {
+    path.to_str().is_some_and(remote::is_remote)
+}
+
 /// The bytes of one file.
 #[derive(Debug)]
 pub enum Source {

@@ -60,6 +60,13 @@ fn file_menu_ui(ui: &mut egui::Ui, session: &Session, out: &mut Vec<Command>) {
     {
         out.push(Command::OpenDialog(DialogPurpose::Open));
     }
+    if ui
+        .button("Open URL…")
+        .on_hover_text("A checkpoint on a web server or the Hugging Face Hub, read in ranges: only what is looked at is downloaded")
+        .clicked()
+    {
+        out.push(Command::ShowOpenUrl);
+    }
     ui.menu_button("Open Recent", |ui| {
         if session.state.recent.is_empty() {
             ui.label("No recent files");
@@ -135,6 +142,12 @@ pub fn tab_bar_ui(ui: &mut egui::Ui, session: &Session, out: &mut Vec<Command>) 
     ui.horizontal_wrapped(|ui| {
         for (i, tab) in session.tabs.iter().enumerate() {
             let title = safe_text(&tab.title(), 60);
+            // A remote tab wears a badge: its bytes come over the network.
+            let title = if crate::source::is_remote_location(&tab.path) {
+                format!("🌐 {title}")
+            } else {
+                title
+            };
             let marker = if tab.load.is_running() {
                 " …"
             } else if matches!(tab.load.latest(), Some(Err(Failure::Error(_)))) {
@@ -254,6 +267,9 @@ pub fn loading_ui(
         ));
         if let Some(f) = progress.and_then(Progress::fraction) {
             ui.add(egui::ProgressBar::new(f).desired_width(300.0));
+        }
+        if crate::source::is_remote_location(path) {
+            ui.weak("Remote: the headers (and config.json) are fetched; tensor bytes are fetched when looked at.");
         }
         if ui.button("Cancel").clicked() {
             out.push(Command::Cancel(JobId::Load(tab)));

@@ -241,3 +241,64 @@ pub fn save_as_ui(
         out.push(Command::CloseForm(WriteForm::SaveAs));
     }
 }
+
+/// The *Open URL* window: a remote checkpoint by URL or Hub path, and the
+/// recent remote ones.
+pub fn open_url_ui(
+    ctx: &egui::Context,
+    recent: &[std::path::PathBuf],
+    text: &mut String,
+    out: &mut Vec<Command>,
+) {
+    let mut open = true;
+    egui::Window::new("Open URL")
+        .id(egui::Id::unique("open_url_window"))
+        .open(&mut open)
+        .collapsible(false)
+        .default_width(560.0)
+        .show(ctx, |ui| {
+            ui.label("A safetensors file or shard index on a web server, or a Hugging Face Hub repository:");
+            ui.weak("https://host/path/model.safetensors · hf://ORG/REPO[@REVISION][/FILE] · https://huggingface.co/ORG/REPO");
+            let r = ui.add(
+                egui::TextEdit::singleline(text)
+                    .hint_text("hf://org/model")
+                    .desired_width(f32::INFINITY),
+            );
+            let location = text.trim().to_owned();
+            let valid = crate::source::remote::is_remote(&location);
+            ui.horizontal(|ui| {
+                let enter = r.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
+                if (ui.add_enabled(valid, egui::Button::new("Open")).clicked() || (enter && valid))
+                    && !location.is_empty()
+                {
+                    out.push(Command::Open(location.clone().into()));
+                    out.push(Command::CloseOpenUrl);
+                }
+                if ui.button("Cancel").clicked() {
+                    out.push(Command::CloseOpenUrl);
+                }
+                if !valid && !location.is_empty() {
+                    ui.colored_label(ui.visuals().warn_fg_color, "starts with https://, http:// or hf://");
+                }
+            });
+            ui.weak("Only headers are read on opening; tensor bytes are fetched when looked at and kept in the cache (TENSORSCOPE_CACHE_DIR, at most TENSORSCOPE_CACHE_MAX). A Hub token comes from HF_TOKEN.");
+            let remote: Vec<&std::path::PathBuf> = recent
+                .iter()
+                .filter(|p| crate::source::is_remote_location(p))
+                .collect();
+            if !remote.is_empty() {
+                ui.separator();
+                ui.label("Recent URLs");
+                for p in remote {
+                    let s = p.display().to_string();
+                    if ui.link(safe_text(&s, 100)).clicked() {
+                        out.push(Command::Open(p.clone()));
+                        out.push(Command::CloseOpenUrl);
+                    }
+                }
+            }
+        });
+    if !open {
+        out.push(Command::CloseOpenUrl);
+    }
+}

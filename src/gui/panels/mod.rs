@@ -50,6 +50,9 @@ pub fn root_ui(ui: &mut egui::Ui, session: &Session, views: &mut Views, out: &mu
     if let Some(d) = &session.save_as {
         dialogs::save_as_ui(ui.ctx(), d, &mut views.save_as, out);
     }
+    if session.open_url {
+        dialogs::open_url_ui(ui.ctx(), &session.state.recent, &mut views.url_text, out);
+    }
     chrome::drop_overlay_ui(ui.ctx());
     chrome::notices_ui(ui.ctx(), &session.notices);
 }
@@ -135,10 +138,21 @@ pub fn job_row<K, T, E>(
                     .show_percentage(),
             );
         }
+        fetched_label(ui, task.progress());
         if ui.button("Cancel").clicked() {
             out.push(Command::Cancel(id));
         }
     });
+}
+
+/// "fetched N MiB" beside a job that reads a remote file.
+pub fn fetched_label(ui: &mut egui::Ui, progress: Option<&crate::jobs::Progress>) {
+    if let Some(n) = progress
+        .map(crate::jobs::Progress::fetched)
+        .filter(|&n| n > 0)
+    {
+        ui.weak(format!("fetched {}", crate::text::human_bytes(n)));
+    }
 }
 
 /// The bins of a linear histogram as `(low edge, high edge, count)`; a bin

@@ -77,7 +77,7 @@ pub fn logical_view_ui(
                 }
             }
         }
-        Section::Values => values_ui(ui, view, ck, lt),
+        Section::Values => values_ui(ui, tab, view, ck, lt, out),
         Section::Heatmap => {
             // The map of the decoded values, over the logical shape.
             if let Some(info) = crate::format::TensorInfo::new(
@@ -176,10 +176,27 @@ fn facts_ui(ui: &mut egui::Ui, ck: &Checkpoint, lt: &LogicalTensor, view: &mut V
 
 /// A page of values with their codes, decoded as drawn (one page is a few
 /// hundred elements).
-fn values_ui(ui: &mut egui::Ui, view: &mut ViewState, ck: &Checkpoint, lt: &LogicalTensor) {
+fn values_ui(
+    ui: &mut egui::Ui,
+    tab: &Tab,
+    view: &mut ViewState,
+    ck: &Checkpoint,
+    lt: &LogicalTensor,
+    out: &mut Vec<Command>,
+) {
     let Some(dq) = Dequantizer::new(ck, lt) else {
         return;
     };
+    // A remote weight's parts come into the cache first, one by one.
+    let missing = dq.parts().into_iter().find_map(|t| {
+        let shard = ck.shards().get(t.shard())?;
+        let range = shard.file().tensor_range(ck.info(t)?);
+        (!shard.file().source().is_present(range.clone())).then_some((t.shard(), range))
+    });
+    if let Some((shard, range)) = missing {
+        super::tensor::fetch_page_ui(ui, &tab.tensor, shard, range, out);
+        return;
+    }
     // The grid reads the map as it draws (no I/O on this thread: the flag
     // the SIGBUS guard sets says whether a file was cut short).
     let changed = dq.parts().iter().any(|t| {

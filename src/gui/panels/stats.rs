@@ -33,8 +33,26 @@ pub fn scan_bar_ui(
                         .show_percentage(),
                 );
             }
+            super::fetched_label(ui, s.task.progress());
             if ui.button("Cancel scan").clicked() {
                 out.push(Command::Cancel(JobId::Scan));
+            }
+            return;
+        }
+        // A remote file's scan downloads what the cache lacks: asked first.
+        let asking = egui::Id::unique("scan_download_asked");
+        if let Some(missing) = ui.data(|d| d.get_temp::<u64>(asking)) {
+            ui.label(format!(
+                "Scanning downloads {} of {} (the rest is cached).",
+                crate::text::human_bytes(missing),
+                crate::text::human_bytes(ck.data_bytes())
+            ));
+            if ui.button("Download and scan").clicked() {
+                ui.data_mut(|d| d.remove::<u64>(asking));
+                out.push(Command::StartScan);
+            }
+            if ui.button("Cancel").clicked() {
+                ui.data_mut(|d| d.remove::<u64>(asking));
             }
             return;
         }
@@ -49,7 +67,12 @@ pub fn scan_bar_ui(
             )
             .clicked()
         {
-            out.push(Command::StartScan);
+            let missing = ck.missing_bytes(ck.tensors());
+            if missing > 0 {
+                ui.data_mut(|d| d.insert_temp(asking, missing));
+            } else {
+                out.push(Command::StartScan);
+            }
             return;
         }
         let Some(scan) = scan else {

@@ -87,7 +87,19 @@ pub fn tensor_view_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &
                     "The file changed while being read: these values are not its values. Reopen it with File > Reload.",
                 );
             } else {
-                values_ui(ui, view, info, ck.bytes(tref));
+                let page = page_of(view, info.numel());
+                let range = page_bytes(ck, tref, info, page.clone());
+                let here = range.as_ref().is_none_or(|(s, r)| {
+                    ck.shards()
+                        .get(*s)
+                        .is_some_and(|sh| sh.file().source().is_present(r.clone()))
+                });
+                let bytes = if here { Some(ck.bytes(tref)) } else { None };
+                values_ui(ui, view, info, bytes, |ui| {
+                    if let Some((shard, r)) = range {
+                        fetch_page_ui(ui, &tab.tensor, shard, r, out);
+                    }
+                });
             }
         }
         Section::Heatmap => heatmap::heatmap_ui(ui, &tab.tensor, view, index, info, false, out),
@@ -256,7 +268,65 @@ fn value_text(dtype: Dtype, bytes: &[u8], i: u64, order: BitOrder) -> String {
     }
 }
 
-fn values_ui(ui: &mut egui::Ui, view: &mut ViewState, info: &TensorInfo, bytes: &[u8]) {
+/// The elements the value grid's page shows.
+fn page_of(view: &ViewState, n: u64) -> std::ops::Range<u64> {
+    let start = view.value_start.min(n.saturating_sub(1));
+    start..start.saturating_add(PAGE_SIZE).min(n)
+}
+
+/// The shard and the byte range in it of elements `page` of a tensor.
+fn page_bytes(
+    ck: &Checkpoint,
+    tref: crate::format::TensorRef,
+    info: &TensorInfo,
+    page: std::ops::Range<u64>,
+) -> Option<(usize, std::ops::Range<u64>)> {
+    let shard = ck.shards().get(tref.shard())?;
+    let base = shard.file().tensor_range(info).start;
+    let bits = u64::from(info.dtype().bits());
+    let (b, e) = (
+        page.start.checked_mul(bits)? / 8,
+        page.end.checked_mul(bits)?.div_ceil(8),
+    );
+    Some((tref.shard(), base.checked_add(b)?..base.checked_add(e)?))
+}
+
+/// Where a remote page is not in the cache yet: asks for it once, and
+/// shows the fetch (or why it failed).
+pub(super) fn fetch_page_ui(
+    ui: &mut egui::Ui,
+    tensor: &crate::gui::state::TensorState,
+    shard: usize,
+    range: std::ops::Range<u64>,
+    out: &mut Vec<Command>,
+) {
+    let key = (shard, range.start, range.end);
+    if tensor.fetch.wants(&key) {
+        out.push(Command::FetchBytes(shard, range));
+    }
+    match tensor.fetch.outcome(&key) {
+        Some(Err(f)) => {
+            ui.colored_label(ui.visuals().error_fg_color, super::failure_text(f, 400));
+        }
+        Some(Ok(())) => {
+            ui.weak("This page was fetched and has left the cache since (its cap is TENSORSCOPE_CACHE_MAX); reopen the tensor to fetch it again.");
+        }
+        None => {
+            ui.horizontal(|ui| {
+                ui.spinner();
+                ui.label("Fetching this page from the server…");
+            });
+        }
+    }
+}
+
+fn values_ui(
+    ui: &mut egui::Ui,
+    view: &mut ViewState,
+    info: &TensorInfo,
+    bytes: Option<&[u8]>,
+    fetching: impl FnOnce(&mut egui::Ui),
+) {
     let n = info.numel();
     if n == 0 {
         ui.weak(format!(
@@ -296,8 +366,11 @@ fn values_ui(ui: &mut egui::Ui, view: &mut ViewState, info: &TensorInfo, bytes: 
             }
         }
     });
-    let start = view.value_start.min(n.saturating_sub(1));
-    let end = start.saturating_add(PAGE_SIZE).min(n);
+    let Some(bytes) = bytes else {
+        fetching(ui);
+        return;
+    };
+    let std::ops::Range { start, end } = page_of(view, n);
     let row_h = ui.text_style_height(&egui::TextStyle::Monospace) + 4.0;
     let highlight = parse_index(&view.jump_text, info.shape());
     egui_extras::TableBuilder::new(ui)

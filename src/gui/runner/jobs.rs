@@ -42,6 +42,32 @@ impl Runner<'_> {
         }
     }
 
+    /// Fetches a byte range of a remote shard into the cache, for a view
+    /// that reads the map as it draws (the value grid); one at a time.
+    pub(super) fn fetch_bytes(&mut self, shard: usize, range: std::ops::Range<u64>) {
+        let Some(ck) = self.active_checkpoint() else {
+            return;
+        };
+        let key = (shard, range.start, range.end);
+        if !self.active().is_some_and(|t| t.tensor.fetch.wants(&key)) {
+            return;
+        }
+        let job = self.spawn("fetch-page", move |cancel, progress| {
+            let source = ck
+                .shards()
+                .get(shard)
+                .map(|s| s.file().source())
+                .ok_or_else(|| "no such shard".to_owned())?;
+            source
+                .fetch(range, cancel, progress)
+                .map(drop)
+                .map_err(|e| e.to_string())
+        });
+        if let Some(t) = self.active() {
+            t.tensor.fetch.start(key, job);
+        }
+    }
+
     pub(super) fn start_scan(&mut self) {
         let Some(ck) = self.active_checkpoint() else {
             return;
@@ -91,7 +117,7 @@ impl Runner<'_> {
     }
 
     pub(super) fn compare(&mut self, path: PathBuf) {
-        let abs = std::path::absolute(&path).unwrap_or(path);
+        let abs = crate::source::absolute_location(path);
         let job = self.load_job(&abs);
         if let Some(tab) = self.active() {
             let mut c = CompareState::new(abs.clone());

@@ -113,6 +113,7 @@ impl<'a> Runner<'a> {
                 let start = self
                     .session
                     .active_tab()
+                    .filter(|t| !crate::source::is_remote_location(&t.path))
                     .and_then(|t| t.path.parent().map(Path::to_path_buf))
                     .or_else(|| std::env::current_dir().ok())
                     .unwrap_or_else(|| PathBuf::from("/"));
@@ -249,6 +250,9 @@ impl<'a> Runner<'a> {
             Command::CopyText(text) => self.ctx.copy_text(text),
             Command::StartStats(key) => self.start_stats(key),
             Command::StartScan => self.start_scan(),
+            Command::FetchBytes(shard, range) => self.fetch_bytes(shard, range),
+            Command::ShowOpenUrl => self.session.open_url = true,
+            Command::CloseOpenUrl => self.session.open_url = false,
             Command::StartHeatmap(key) => self.start_heatmap(key),
             Command::Compare(path) => self.compare(path),
             Command::StartDiff(i) => self.start_diff(i),
@@ -361,7 +365,7 @@ impl<'a> Runner<'a> {
     }
 
     fn open(&mut self, path: PathBuf) {
-        let abs = std::path::absolute(&path).unwrap_or(path);
+        let abs = crate::source::absolute_location(path);
         // A file open (or opening) already is shown, not opened twice; one
         // that failed or was cancelled opens again in a new tab.
         if let Some(i) = self
@@ -421,7 +425,7 @@ impl<'a> Runner<'a> {
 
 /// Puts `path` first in the recent files.
 pub fn remember(recent: &mut Vec<PathBuf>, path: &Path) {
-    let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let path = crate::source::absolute_location(path.to_path_buf());
     recent.retain(|p| p != &path);
     recent.insert(0, path);
     recent.truncate(MAX_RECENT);

@@ -91,6 +91,8 @@ pub struct Views {
     pub export: ExportForm,
     /// The *Save as* form's inputs.
     pub save_as: SaveAsForm,
+    /// The *Open URL* window's text.
+    pub url_text: String,
 }
 
 /// Everything open in this run of the window.
@@ -110,6 +112,8 @@ pub struct Session {
     pub export: Option<ExportDialog>,
     /// The *Save as* window.
     pub save_as: Option<SaveAsDialog>,
+    /// The *Open URL* window is shown.
+    pub open_url: bool,
     /// Messages on show, oldest first.
     pub notices: Vec<Notice>,
 }

@@ -136,6 +136,9 @@ pub struct TensorState {
     pub scan: Option<ScanState>,
     /// The heatmap shown (the previous one stays while a new one runs).
     pub heatmap: Task<HeatKey, Heatmap, HeatmapError>,
+    /// Bytes of a remote file brought into the cache for the value grid:
+    /// (shard, start, end).
+    pub fetch: Task<(usize, u64, u64), (), String>,
 }
 
 impl Default for TensorState {
@@ -144,6 +147,7 @@ impl Default for TensorState {
             stats: Task::keeping(STATS_KEPT),
             scan: None,
             heatmap: Task::keeping(HEATMAPS_KEPT),
+            fetch: Task::keeping(8),
         }
     }
 }
@@ -153,6 +157,7 @@ impl TensorState {
     pub fn is_busy(&self) -> bool {
         self.stats.is_running()
             || self.heatmap.is_running()
+            || self.fetch.is_running()
             || self.scan.as_ref().is_some_and(|s| s.task.is_running())
     }
 }

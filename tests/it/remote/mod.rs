@@ -63,7 +63,7 @@ fn without_paths(mut v: serde_json::Value) -> serde_json::Value {
 }
 
 /// A file of F32 tensors of `sizes` elements each, with seeded values.
-fn model(names_sizes: &[(&str, usize)], seed: u64) -> Vec<u8> {
+pub fn model(names_sizes: &[(&str, usize)], seed: u64) -> Vec<u8> {
     let mut header = String::from("{\"__metadata__\":{\"format\":\"pt\"}");
     let mut offset = 0u64;
     for (name, n) in names_sizes {

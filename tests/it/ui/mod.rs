@@ -10,6 +10,7 @@
 mod opening;
 mod overview;
 mod quant;
+mod remote;
 mod save;
 mod table;
 mod views;

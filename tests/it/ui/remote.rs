@@ -1,0 +1,81 @@
+//! A remote checkpoint in the explorer: *Open URL…*, the badge, the value
+//! grid's page fetched alone, the scan that asks before it downloads.
+
+use std::sync::OnceLock;
+
+use egui_kittest::kittest::Queryable;
+use tensorscope::gui::State;
+
+use super::{file_menu, harness, no_dialog, set_text, settle, shows_a_checkpoint};
+use crate::remote::server::Server;
+
+/// The process's remote settings, with a cache folder of the tests' own.
+fn configured() {
+    static CACHE: OnceLock<tempfile::TempDir> = OnceLock::new();
+    let dir = CACHE.get_or_init(|| tempfile::tempdir().expect("tempdir"));
+    let mut settings = tensorscope::source::remote::Settings::from_env();
+    settings.cache_dir = Some(dir.path().to_path_buf());
+    settings.hf_token = None;
+    // Another test of this binary may have made the client already; then
+    // its settings (also a folder of its own) stand.
+    let _ = tensorscope::source::remote::configure(settings);
+}
+
+#[test]
+fn a_url_opens_and_its_values_come_page_by_page() {
+    configured();
+    let n = 3_000_000usize;
+    let file = crate::remote::model(&[("big.weight", n), ("small.bias", 16)], 9);
+    let s = Server::start();
+    s.file("/ui/m.safetensors", file.clone());
+    let url = s.url("/ui/m.safetensors");
+    let mut h = harness(State::default(), no_dialog());
+    h.run_steps(1);
+    file_menu(&mut h, "Open URL…");
+    settle(&mut h);
+    h.get_by_label_contains("on a web server, or a Hugging Face Hub repository");
+    set_text(&h.get_by_role(egui::accesskit::Role::TextInput), &url);
+    h.run_steps(2);
+    h.get_by_label("Open").click();
+    settle(&mut h);
+    assert!(shows_a_checkpoint(&h), "the remote file opened");
+    h.get_by_label_contains("🌐");
+    let after_open = s.body_bytes();
+    assert!(
+        after_open <= 64 * 1024,
+        "opening fetched {after_open} bytes"
+    );
+    // With the value grid shown, a 12 MB tensor's first page costs one
+    // 4 MiB chunk, not the tensor.
+    h.get_by_label("small.bias").click();
+    settle(&mut h);
+    h.get_by_label("Values").click();
+    settle(&mut h);
+    let before = s.body_bytes();
+    h.get_by_label("big.weight").click();
+    settle(&mut h);
+    h.run_steps(2);
+    assert!(h.query_by_label_contains("Fetching this page").is_none());
+    let for_page = s.body_bytes() - before;
+    assert!(
+        for_page <= 4 << 20,
+        "the first page fetched {for_page} bytes"
+    );
+    let data = &file[file.len() - 4 * (n + 16)..];
+    let first = f32::from_le_bytes(data[..4].try_into().expect("4 bytes"));
+    let shown = tensorscope::text::fmt_value(f64::from(first));
+    assert!(
+        h.query_all_by_label_contains(&shown).count() > 0,
+        "element 0 ({shown}) is shown"
+    );
+    // A scan says what it will download and waits to be told.
+    h.get_by_label("Statistics").click();
+    h.run_steps(2);
+    h.get_by_label("Scan whole file").click();
+    h.run_steps(2);
+    h.get_by_label_contains("Scanning downloads");
+    h.get_by_label("Download and scan").click();
+    settle(&mut h);
+    h.get_by_label("no NaN/Inf");
+    assert!(h.query_by_label_contains("Scanning downloads").is_none());
+}

@@ -308,8 +308,12 @@ fn progress_bar(progress: &Progress, done: &AtomicBool, started: Instant) {
         let fraction = f64::from(progress.fraction().unwrap_or(0.0));
         let filled = ((fraction * WIDTH as f64) as usize).min(WIDTH);
         let rate = progress.done() as f64 / elapsed.as_secs_f64().max(1e-9) / 1e9;
+        let fetched = match progress.fetched() {
+            0 => String::new(),
+            n => format!(" fetched {:.2} GB", n as f64 / 1e9),
+        };
         eprint!(
-            "\r[{}{}] {:5.1}%  {:.2} / {:.2} GB  {:.2} GB/s ",
+            "\r[{}{}] {:5.1}%  {:.2} / {:.2} GB  {:.2} GB/s{fetched} ",
             "#".repeat(filled),
             " ".repeat(WIDTH - filled),
             fraction * 100.0,
@@ -320,7 +324,7 @@ fn progress_bar(progress: &Progress, done: &AtomicBool, started: Instant) {
         shown = true;
     }
     if shown {
-        eprint!("\r{}\r", " ".repeat(WIDTH + 48));
+        eprint!("\r{}\r", " ".repeat(WIDTH + 64));
     }
 }
 

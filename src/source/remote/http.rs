@@ -70,6 +70,9 @@ pub struct RangeReply {
 #[derive(Debug, Clone)]
 pub struct Client {
     agent: ureq::Agent,
+    /// The same, never through a proxy: for loopback addresses, which a
+    /// proxy cannot reach.
+    direct: ureq::Agent,
     settings: Arc<Settings>,
     endpoint: Option<String>,
 }
@@ -83,19 +86,21 @@ impl Client {
         let tls = ureq::tls::TlsConfig::builder()
             .root_certs(ureq::tls::RootCerts::PlatformVerifier)
             .build();
-        let config = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .max_redirects(0)
-            .tls_config(tls)
-            .user_agent(concat!("tensorscope/", env!("CARGO_PKG_VERSION")))
-            .timeout_connect(Some(settings.timeout))
-            .timeout_recv_response(Some(settings.timeout))
-            .timeout_per_read(Some(settings.timeout))
-            .max_idle_connections_per_host(settings.parallel.max(1) * 2)
-            .build();
+        let builder = || {
+            ureq::Agent::config_builder()
+                .http_status_as_error(false)
+                .max_redirects(0)
+                .tls_config(tls.clone())
+                .user_agent(concat!("tensorscope/", env!("CARGO_PKG_VERSION")))
+                .timeout_connect(Some(settings.timeout))
+                .timeout_recv_response(Some(settings.timeout))
+                .timeout_per_read(Some(settings.timeout))
+                .max_idle_connections_per_host(settings.parallel.max(1) * 2)
+        };
         let endpoint = url::origin(&settings.hf_endpoint);
         Self {
-            agent: ureq::Agent::new_with_config(config),
+            agent: ureq::Agent::new_with_config(builder().build()),
+            direct: ureq::Agent::new_with_config(builder().proxy(None).build()),
             settings,
             endpoint,
         }
@@ -116,7 +121,12 @@ impl Client {
         let mut current = url.to_owned();
         let mut seen = Vec::new();
         for _ in 0..=self.settings.max_redirects {
-            let mut request = self.agent.get(&current);
+            let agent = if url::is_loopback(&current) {
+                &self.direct
+            } else {
+                &self.agent
+            };
+            let mut request = agent.get(&current);
             for (k, v) in headers {
                 request = request.header(*k, v);
             }
@@ -163,9 +173,10 @@ impl Client {
 
     /// Reads the bytes `range` of `url` into `sink`, piece by piece.
     ///
-    /// With `expect`, the response must be of that version; with
-    /// `if_none_match` too, a `304 Not Modified` is a valid answer (no
-    /// bytes). A server that ignores `Range` is answered by reading the
+    /// With `expect`, the response must be of that version. With
+    /// `if_none_match`, `expect` is what the cache holds instead: the
+    /// request is conditional, a `304 Not Modified` (no bytes) says it still
+    /// holds, and any other version is taken as the file's new one. A server that ignores `Range` is answered by reading the
     /// start of its full response, for a range that starts at 0 only.
     pub fn read_range(
         &self,
@@ -274,7 +285,10 @@ impl Client {
             }
             _ => return Err(status_error(&final_url, status, &h)),
         };
+        // A revalidation takes whatever version the server has now; a read
+        // of an open file must find the version it was opened at.
         if let Some(expected) = expect
+            && !if_none_match
             && !expected.same_as(&version)
         {
             return Err(changed(&shown, expected, &version));

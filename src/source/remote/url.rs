@@ -27,6 +27,25 @@ pub fn origin(url: &str) -> Option<String> {
     Some(format!("{scheme}://{host}"))
 }
 
+/// True when the URL's host is this machine (`127.0.0.0/8`, `::1`,
+/// `localhost`).
+pub fn is_loopback(url: &str) -> bool {
+    let Some(origin) = origin(url) else {
+        return false;
+    };
+    let host = origin.split_once("://").map_or("", |(_, h)| h);
+    let host = if let Some(rest) = host.strip_prefix('[') {
+        rest.split(']').next().unwrap_or("")
+    } else {
+        host.rsplit_once(':').map_or(host, |(h, _)| h)
+    };
+    host == "localhost"
+        || host == "::1"
+        || host
+            .parse::<std::net::Ipv4Addr>()
+            .is_ok_and(|a| a.is_loopback())
+}
+
 /// The URL a `Location` header names, seen from `base`.
 pub fn join(base: &str, location: &str) -> Option<String> {
     let location = location.trim();
@@ -96,6 +115,10 @@ mod tests {
             Some("http://127.0.0.1:8080")
         );
         assert_eq!(origin("ftp://x/y"), None);
+        assert!(is_loopback("http://127.0.0.1:8080/x"));
+        assert!(is_loopback("http://localhost/x"));
+        assert!(is_loopback("http://[::1]:9/x"));
+        assert!(!is_loopback("https://huggingface.co/x"));
         assert_eq!(origin("https:///y"), None);
         let base = "http://h:1/org/repo/resolve/main/m.safetensors?x=1";
         assert_eq!(

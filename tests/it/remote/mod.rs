@@ -575,3 +575,94 @@ fn walk(dir: &Path) -> u64 {
             .sum()
     })
 }
+
+#[test]
+fn a_long_header_takes_two_requests_and_a_new_version_empties_the_cache() {
+    // 4,000 tensors: a header of about 300 KB, more than the first request.
+    let names: Vec<String> = (0..4000)
+        .map(|i| format!("model.layers.{i}.mlp.weight"))
+        .collect();
+    let sizes: Vec<(&str, usize)> = names.iter().map(|n| (n.as_str(), 64)).collect();
+    let file = model(&sizes, 6);
+    assert!(header_len(&file) > 200_000);
+    let s = Server::start();
+    s.file("/long.safetensors", file.clone());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = dir.path().join("cache");
+    let url = s.url("/long.safetensors");
+    let (code, out, err) = run(&cache, &[], &["info", "--json", &url]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        json(&out, &err)["tensors"].as_array().map(Vec::len),
+        Some(4000)
+    );
+    let reads = s
+        .log()
+        .iter()
+        .filter(|r| r.path == "/long.safetensors")
+        .count();
+    assert_eq!(reads, 2, "{:?}", s.log());
+    assert!(s.body_bytes() < header_len(&file) + 64 * 1024);
+    // Remote against remote.
+    s.file("/same.safetensors", file.clone());
+    let (code, out, err) = run(
+        &cache,
+        &[],
+        &["diff", "--json", &url, &s.url("/same.safetensors")],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(json(&out, &err)["summary"]["counts"]["identical"], 4000);
+    // The server's file changes between two runs: the cached bytes of the
+    // old version are not used.
+    let small = model(TENSORS, 7);
+    s.file("/v.safetensors", small.clone());
+    let v = s.url("/v.safetensors");
+    let (code, _, err) = run(&cache, &[], &["stats", "--json", "--tensor", "c.bias", &v]);
+    assert_eq!(code, 0, "{err}");
+    let newer = model(TENSORS, 8);
+    s.route(
+        "/v.safetensors",
+        Route::File {
+            body: Body::Bytes(std::sync::Arc::new(newer.clone())),
+            etag: "\"v2\"".into(),
+        },
+    );
+    let local = dir.path().join("v.safetensors");
+    std::fs::write(&local, &newer).expect("write");
+    let (code, out, err) = run(&cache, &[], &["stats", "--json", "--tensor", "c.bias", &v]);
+    assert_eq!(code, 0, "{err}");
+    let remote = json(&out, &err);
+    let (code, out, err) = run(
+        &cache,
+        &[],
+        &[
+            "stats",
+            "--json",
+            "--tensor",
+            "c.bias",
+            local.to_str().expect("utf-8"),
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(without_paths(remote), without_paths(json(&out, &err)));
+    // And a remote file re-saves to a local one, byte for byte.
+    let saved = dir.path().join("saved.safetensors");
+    let (code, _, err) = run(
+        &cache,
+        &[],
+        &["resave", &v, "-o", saved.to_str().expect("utf-8")],
+    );
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = run(
+        &cache,
+        &[],
+        &[
+            "diff",
+            "--json",
+            saved.to_str().expect("utf-8"),
+            local.to_str().expect("utf-8"),
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(json(&out, &err)["summary"]["same"], true);
+}

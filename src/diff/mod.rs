@@ -333,16 +333,8 @@ fn in_batches<T: Send>(
     let mut out = Vec::new();
     let mut rest = order;
     while !rest.is_empty() {
-        let mut size = 0u64;
-        let mut len = 0;
-        for &i in rest {
-            if len > 0 && size.saturating_add(bytes_of(i)) > batch_bytes {
-                break;
-            }
-            size = size.saturating_add(bytes_of(i));
-            len += 1;
-        }
-        let (batch, next) = rest.split_at(len.max(1));
+        let len = crate::source::batch_len(rest, usize::MAX, batch_bytes, |&i| bytes_of(i));
+        let (batch, next) = rest.split_at(len);
         rest = next;
         let (mut ra, mut rb) = (Vec::new(), Vec::new());
         for &i in batch {

@@ -35,6 +35,27 @@ pub fn is_remote_location(path: &std::path::Path) -> bool {
     path.to_str().is_some_and(remote::is_remote)
 }
 
+/// How many of `items` (at least one, at most `max_items`) make the next
+/// batch of a reader: as many as fit in `max_bytes`, a larger first item
+/// alone.
+pub fn batch_len<T>(
+    items: &[T],
+    max_items: usize,
+    max_bytes: u64,
+    bytes_of: impl Fn(&T) -> u64,
+) -> usize {
+    let mut size = 0u64;
+    let mut len = 0;
+    for t in items.iter().take(max_items) {
+        if len > 0 && size.saturating_add(bytes_of(t)) > max_bytes {
+            break;
+        }
+        size = size.saturating_add(bytes_of(t));
+        len += 1;
+    }
+    len.max(1).min(items.len())
+}
+
 /// The bytes of one file.
 #[derive(Debug)]
 pub enum Source {

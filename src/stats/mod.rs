@@ -313,16 +313,8 @@ pub fn scan_each(
     };
     let mut rest = selection;
     while !rest.is_empty() {
-        let mut size = 0u64;
-        let mut len = 0;
-        for t in rest.iter().take(BATCH_TENSORS) {
-            if len > 0 && size.saturating_add(bytes_of(t)) > batch_bytes {
-                break;
-            }
-            size = size.saturating_add(bytes_of(t));
-            len += 1;
-        }
-        let (batch, next) = rest.split_at(len.max(1));
+        let len = crate::source::batch_len(rest, BATCH_TENSORS, batch_bytes, bytes_of);
+        let (batch, next) = rest.split_at(len);
         rest = next;
         for t in scan_batch(ck, batch, options, cancel, progress)? {
             summary.add(&t);

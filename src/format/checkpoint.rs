@@ -415,13 +415,21 @@ impl Checkpoint {
     /// Bytes the cache lacks for `tensors` (0 for local files): what
     /// [`Checkpoint::fetch`] would download, for asking first.
     pub fn missing_bytes(&self, tensors: &[TensorRef]) -> u64 {
-        tensors
+        let mut by_shard: Vec<Vec<std::ops::Range<u64>>> = vec![Vec::new(); self.shards.len()];
+        for &t in tensors {
+            if let (Some(ranges), Some(shard), Some(info)) = (
+                by_shard.get_mut(t.shard),
+                self.shards.get(t.shard),
+                self.info(t),
+            ) && shard.file.remote().is_some()
+            {
+                ranges.push(shard.file.tensor_range(info));
+            }
+        }
+        self.shards
             .iter()
-            .filter_map(|&t| {
-                let shard = self.shards.get(t.shard)?;
-                let remote = shard.file.remote()?;
-                Some(remote.missing(shard.file.tensor_range(self.info(t)?)))
-            })
+            .zip(&by_shard)
+            .filter_map(|(s, ranges)| Some(s.file.remote()?.missing(ranges)))
             .sum()
     }
 

@@ -42,10 +42,12 @@ pub fn scan_bar_ui(
         // A remote file's scan downloads what the cache lacks: asked first.
         let asking = egui::Id::unique("scan_download_asked");
         if let Some(missing) = ui.data(|d| d.get_temp::<u64>(asking)) {
+            let total = ck.data_bytes();
             ui.label(format!(
-                "Scanning downloads {} of {} (the rest is cached).",
+                "Scanning downloads {} from the server ({} of the tensors' {} is cached).",
                 crate::text::human_bytes(missing),
-                crate::text::human_bytes(ck.data_bytes())
+                crate::text::human_bytes(total.saturating_sub(missing)),
+                crate::text::human_bytes(total)
             ));
             if ui.button("Download and scan").clicked() {
                 ui.data_mut(|d| d.remove::<u64>(asking));

@@ -239,15 +239,20 @@ impl RemoteFile {
         self.inner.changed.load(Ordering::Acquire) || self.inner.map.changed()
     }
 
-    /// Bytes of `range` that are not in the cache yet (what a fetch of it
-    /// would download, at chunk granularity).
-    pub fn missing(&self, range: Range<u64>) -> u64 {
-        let r = self.clamp(range);
-        if r.is_empty() || r.end <= self.inner.header_end {
-            return 0;
-        }
-        Self::chunks(r)
+    /// Bytes of `ranges` that are not in the cache yet: what fetching them
+    /// would download, in whole chunks, each chunk once.
+    pub fn missing(&self, ranges: &[Range<u64>]) -> u64 {
+        let mut chunks: Vec<u64> = ranges
+            .iter()
+            .map(|r| self.clamp(r.clone()))
+            .filter(|r| !r.is_empty() && r.end > self.inner.header_end)
+            .flat_map(Self::chunks)
             .filter(|&c| !self.inner.has(c))
+            .collect();
+        chunks.sort_unstable();
+        chunks.dedup();
+        chunks
+            .into_iter()
             .map(|c| self.inner.chunk_range(c).end - c * CHUNK)
             .sum()
     }

@@ -525,6 +525,7 @@ fn hub_paths_send_the_token_to_the_endpoint_only() {
     );
 }
 
+#[cfg(unix)]
 #[test]
 fn the_cache_stays_under_its_cap() {
     let file = model(&[("a", 3_000_000), ("b", 3_000_000), ("c", 3_000_000)], 5);
@@ -548,6 +549,7 @@ fn the_cache_stays_under_its_cap() {
 }
 
 /// Bytes of disk the files under `dir` take.
+#[cfg(unix)]
 fn walk(dir: &Path) -> u64 {
     use std::os::unix::fs::MetadataExt as _;
     std::fs::read_dir(dir).map_or(0, |rd| {

@@ -225,6 +225,14 @@ pub fn start_screen_ui(ui: &mut egui::Ui, recent: &[PathBuf], out: &mut Vec<Comm
         }
         ui.add_space(6.0);
         if ui
+            .add(egui::Button::new("Open a URL…").min_size(size))
+            .on_hover_text("A checkpoint on a web server or the Hugging Face Hub (hf://ORG/REPO)")
+            .clicked()
+        {
+            out.push(Command::ShowOpenUrl);
+        }
+        ui.add_space(6.0);
+        if ui
             .add(egui::Button::new("Open demo checkpoint").min_size(size))
             .on_hover_text("A small checkpoint with every dtype of the format")
             .clicked()

@@ -255,6 +255,7 @@ pub fn open_url_ui(
         .id(egui::Id::unique("open_url_window"))
         .open(&mut open)
         .collapsible(false)
+        .anchor(egui::Align2::CENTER_TOP, [0.0, 80.0])
         .default_width(560.0)
         .show(ctx, |ui| {
             ui.label("A safetensors file or shard index on a web server, or a Hugging Face Hub repository:");
@@ -264,6 +265,10 @@ pub fn open_url_ui(
                     .hint_text("hf://org/model")
                     .desired_width(f32::INFINITY),
             );
+            // Typing goes to the field as the window opens.
+            if text.is_empty() && ui.memory(|m| m.focused().is_none()) {
+                r.request_focus();
+            }
             let location = text.trim().to_owned();
             let valid = crate::source::remote::is_remote(&location);
             ui.horizontal(|ui| {

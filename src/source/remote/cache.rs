@@ -4,7 +4,7 @@
 //! [`Settings::cache_dir`]:
 //! - `data`: a sparse file as long as the remote file; fetched chunks are
 //!   written at their offsets, the rest are holes (zeros, no disk);
-//! - `chunks`: a bitmap, one bit per [`CHUNK`] of `data` that holds the
+//! - `chunks`: a bitmap, one bit per [`BLOCK`] of `data` that holds the
 //!   remote bytes (written after the data is synced, so a bit never claims
 //!   bytes a crash lost);
 //! - `meta.json`: the URL, the remote file's version (ETag, or
@@ -24,8 +24,12 @@ use std::sync::Mutex;
 use super::http::Version;
 use super::{RemoteError, Settings};
 
-/// The unit the cache holds and fetches: 4 MiB.
+/// The largest request for tensor bytes, and the unit of eviction: 4 MiB.
 pub const CHUNK: u64 = 4 << 20;
+
+/// The unit the cache records as held: 64 KiB, so that a tensor costs at
+/// most its own bytes and two blocks, whatever its alignment.
+pub const BLOCK: u64 = 64 << 10;
 
 /// What an entry's `meta.json` records.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -101,7 +105,7 @@ impl Entry {
             .ok()
             .filter(|t| t.len() < 1 << 20)
             .and_then(|t| serde_json::from_slice(&t).ok())
-            .filter(|m: &Meta| m.url == url && m.chunk == CHUNK);
+            .filter(|m: &Meta| m.url == url && m.chunk == BLOCK);
         let len = data.metadata().map_or(0, |m| m.len());
         let stored = meta
             .filter(|m| m.version.size == len && m.header_end <= len)
@@ -222,7 +226,7 @@ impl Entry {
             url: url.to_owned(),
             version: version.clone(),
             header_end,
-            chunk: CHUNK,
+            chunk: BLOCK,
         };
         if let Ok(text) = serde_json::to_vec(&meta) {
             let _ = replace(&dir.join("meta.json"), &text);
@@ -252,7 +256,7 @@ impl Entry {
 
 /// Bytes of the bitmap of a file of `size` bytes.
 pub fn bitmap_len(size: u64) -> u64 {
-    size.div_ceil(CHUNK).div_ceil(8)
+    size.div_ceil(BLOCK).div_ceil(8)
 }
 
 /// Writes `path` through a temporary file and a rename.
@@ -391,7 +395,7 @@ mod tests {
         assert_eq!(key("x").len(), 32);
         assert_eq!(bitmap_len(0), 0);
         assert_eq!(bitmap_len(1), 1);
-        assert_eq!(bitmap_len(8 * CHUNK), 1);
-        assert_eq!(bitmap_len(8 * CHUNK + 1), 2);
+        assert_eq!(bitmap_len(8 * BLOCK), 1);
+        assert_eq!(bitmap_len(8 * BLOCK + 1), 2);
     }
 }

@@ -5,9 +5,10 @@
 //! [`HEADER_GUESS`] bytes (which hold the 8-byte length and, for most
 //! files, the whole header), then the rest of the header if it is longer.
 //! A cached header is revalidated with a conditional request (`304`, no
-//! bytes). Tensor bytes come in [`CHUNK`]s, [`Settings::parallel`] in
-//! flight, each response checked against the file's version; a chunk is
-//! marked present only once all its bytes are written. Ranges a reader
+//! bytes). Tensor bytes come in runs of [`BLOCK`]s of at most [`CHUNK`]
+//! per request, [`Settings::parallel`] in flight, each response checked
+//! against the file's version; a block is marked present only once all
+//! its bytes are written. Ranges a reader
 //! uses are pinned ([`Pin`]) so that the cache cap never takes them from
 //! under it.
 
@@ -15,7 +16,7 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
-use super::cache::{self, CHUNK, Entry};
+use super::cache::{self, BLOCK, CHUNK, Entry};
 use super::http::{Client, Version};
 use super::{RemoteError, url};
 use crate::jobs::{CancelToken, Progress};
@@ -46,16 +47,18 @@ struct Inner {
     map: Mapping,
     /// `[0, header_end)` is present (the header read at open).
     header_end: u64,
-    /// One bit per chunk: its bytes are in the cache file.
+    /// One bit per block: its bytes are in the cache file.
     present: Vec<AtomicU64>,
-    /// When each chunk was last asked for (a process-wide tick), for
-    /// eviction.
+    /// When each chunk (the unit of eviction) was last asked for (a
+    /// process-wide tick).
     used: Vec<AtomicU64>,
-    /// Chunk ranges in use by readers.
+    /// Block ranges in use by readers.
     pins: Mutex<Vec<Range<u64>>>,
-    /// Chunks being fetched by some thread (the others wait for them).
-    in_flight: Mutex<Vec<u64>>,
-    arrived: std::sync::Condvar,
+    /// Held while blocks are downloaded: two readers of the same bytes
+    /// download them once.
+    downloading: Mutex<()>,
+    /// When the bitmap was last written to disk.
+    persisted: Mutex<std::time::Instant>,
     /// Set when a response showed another version of the file.
     changed: AtomicBool,
     /// Bytes received from the network for this file.
@@ -66,19 +69,19 @@ struct Inner {
 #[derive(Debug)]
 pub struct Pin {
     inner: Arc<Inner>,
-    chunks: Range<u64>,
+    blocks: Range<u64>,
 }
 
 impl Drop for Pin {
     fn drop(&mut self) {
         {
             let mut pins = lock(&self.inner.pins);
-            if let Some(i) = pins.iter().position(|p| *p == self.chunks) {
+            if let Some(i) = pins.iter().position(|p| *p == self.blocks) {
                 pins.swap_remove(i);
             }
         }
         // What the reader held may now make room under the cap.
-        if !self.chunks.is_empty() {
+        if !self.blocks.is_empty() {
             self.inner.enforce_cap();
         }
     }
@@ -89,6 +92,15 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 static TICK: AtomicU64 = AtomicU64::new(1);
+
+/// How often at most the bitmap is written while a file is read.
+const PERSIST_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.persist();
+    }
+}
 
 /// Every remote file open in this process, for the cache cap.
 static OPEN: Mutex<Vec<Weak<Inner>>> = Mutex::new(Vec::new());
@@ -172,8 +184,8 @@ impl RemoteFile {
                 header_end = need;
             }
         }
-        let chunks = version.size.div_ceil(CHUNK);
-        let words = usize::try_from(chunks.div_ceil(64)).map_err(|_| {
+        let blocks = version.size.div_ceil(BLOCK);
+        let words = usize::try_from(blocks.div_ceil(64)).map_err(|_| {
             RemoteError::new(
                 "BadResponse",
                 format!("{} is too large", url::display(target)),
@@ -189,7 +201,9 @@ impl RemoteFile {
         let map = Mapping::map(&data).map_err(|e| {
             RemoteError::new("Cache", format!("the cache file cannot be mapped: {e}"))
         })?;
-        let used = (0..chunks).map(|_| AtomicU64::new(0)).collect();
+        let used = (0..version.size.div_ceil(CHUNK))
+            .map(|_| AtomicU64::new(0))
+            .collect();
         let inner = Arc::new(Inner {
             url: target.to_owned(),
             client: client.clone(),
@@ -201,8 +215,8 @@ impl RemoteFile {
             present,
             used,
             pins: Mutex::new(Vec::new()),
-            in_flight: Mutex::new(Vec::new()),
-            arrived: std::sync::Condvar::new(),
+            downloading: Mutex::new(()),
+            persisted: Mutex::new(std::time::Instant::now()),
             changed: AtomicBool::new(false),
             fetched: AtomicU64::new(fetched),
         });
@@ -240,20 +254,20 @@ impl RemoteFile {
     }
 
     /// Bytes of `ranges` that are not in the cache yet: what fetching them
-    /// would download, in whole chunks, each chunk once.
+    /// would download, in whole blocks, each block once.
     pub fn missing(&self, ranges: &[Range<u64>]) -> u64 {
-        let mut chunks: Vec<u64> = ranges
+        let mut blocks: Vec<u64> = ranges
             .iter()
             .map(|r| self.clamp(r.clone()))
             .filter(|r| !r.is_empty() && r.end > self.inner.header_end)
-            .flat_map(Self::chunks)
-            .filter(|&c| !self.inner.has(c))
+            .flat_map(Self::blocks)
+            .filter(|&b| !self.inner.has(b))
             .collect();
-        chunks.sort_unstable();
-        chunks.dedup();
-        chunks
+        blocks.sort_unstable();
+        blocks.dedup();
+        blocks
             .into_iter()
-            .map(|c| self.inner.chunk_range(c).end - c * CHUNK)
+            .map(|b| self.inner.block_range(b).end - b * BLOCK)
             .sum()
     }
 
@@ -262,8 +276,8 @@ impl RemoteFile {
         range.start.min(size)..range.end.min(size)
     }
 
-    fn chunks(r: Range<u64>) -> Range<u64> {
-        r.start / CHUNK..r.end.div_ceil(CHUNK)
+    fn blocks(r: Range<u64>) -> Range<u64> {
+        r.start / BLOCK..r.end.div_ceil(BLOCK)
     }
 
     /// Reads `range` (at most 16 MiB) in one request, outside the cache.
@@ -313,12 +327,13 @@ impl RemoteFile {
     /// True when every byte of `range` is in the cache.
     pub fn is_present(&self, range: Range<u64>) -> bool {
         let r = self.clamp(range);
-        r.is_empty() || r.end <= self.inner.header_end || Self::chunks(r).all(|c| self.inner.has(c))
+        r.is_empty() || r.end <= self.inner.header_end || Self::blocks(r).all(|b| self.inner.has(b))
     }
 
-    /// Fetches what `range` lacks, [`Settings::parallel`] chunks at once,
-    /// and pins the range until the returned [`Pin`] is dropped. Bytes
-    /// received are added to `progress`'s fetched count.
+    /// Fetches what `range` lacks, in requests of at most [`CHUNK`],
+    /// [`Settings::parallel`] at once, and pins the range until the
+    /// returned [`Pin`] is dropped. Bytes received are added to
+    /// `progress`'s fetched count.
     pub fn fetch(
         &self,
         range: Range<u64>,
@@ -326,24 +341,23 @@ impl RemoteFile {
         progress: &Progress,
     ) -> Result<Pin, RemoteError> {
         let r = self.clamp(range);
-        let chunks = if r.is_empty() || r.end <= self.inner.header_end {
+        let blocks = if r.is_empty() || r.end <= self.inner.header_end {
             0..0
         } else {
-            Self::chunks(r)
+            Self::blocks(r.clone())
         };
         let pin = Pin {
             inner: Arc::clone(&self.inner),
-            chunks: chunks.clone(),
+            blocks: blocks.clone(),
         };
-        lock(&self.inner.pins).push(chunks.clone());
+        lock(&self.inner.pins).push(blocks.clone());
         let tick = TICK.fetch_add(1, Ordering::Relaxed);
-        for c in chunks.clone() {
+        for c in r.start / CHUNK..r.end.div_ceil(CHUNK) {
             if let Some(u) = usize::try_from(c).ok().and_then(|c| self.inner.used.get(c)) {
                 u.store(tick, Ordering::Relaxed);
             }
         }
-        let missing: Vec<u64> = chunks.filter(|&c| !self.inner.has(c)).collect();
-        if missing.is_empty() {
+        if blocks.clone().all(|b| self.inner.has(b)) {
             return Ok(pin);
         }
         if !self.inner.ranges {
@@ -355,35 +369,42 @@ impl RemoteFile {
                 ),
             ));
         }
-        let next = AtomicU64::new(0);
         let failure: Mutex<Option<RemoteError>> = Mutex::new(None);
-        let workers = self
-            .inner
-            .client
-            .settings()
-            .parallel
-            .clamp(1, 16)
-            .min(missing.len());
-        std::thread::scope(|s| {
-            for _ in 0..workers {
-                s.spawn(|| {
-                    loop {
-                        if lock(&failure).is_some() {
-                            return;
+        {
+            // Looked at again under the lock: another reader may have
+            // brought some of the blocks in meanwhile.
+            let _downloading = lock(&self.inner.downloading);
+            let runs = self.inner.missing_runs(blocks);
+            let next = AtomicU64::new(0);
+            let workers = self
+                .inner
+                .client
+                .settings()
+                .parallel
+                .clamp(1, 16)
+                .min(runs.len());
+            std::thread::scope(|s| {
+                for _ in 0..workers {
+                    s.spawn(|| {
+                        loop {
+                            if lock(&failure).is_some() {
+                                return;
+                            }
+                            let i = next.fetch_add(1, Ordering::Relaxed);
+                            let Some(run) = usize::try_from(i).ok().and_then(|i| runs.get(i))
+                            else {
+                                return;
+                            };
+                            if let Err(e) = self.inner.download(run.clone(), cancel, progress) {
+                                lock(&failure).get_or_insert(e);
+                                return;
+                            }
                         }
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(&c) = usize::try_from(i).ok().and_then(|i| missing.get(i)) else {
-                            return;
-                        };
-                        if let Err(e) = self.inner.fetch_chunk(c, cancel, progress) {
-                            lock(&failure).get_or_insert(e);
-                            return;
-                        }
-                    }
-                });
-            }
-        });
-        self.inner.persist();
+                    });
+                }
+            });
+        }
+        self.inner.persist_now_and_then();
         self.inner.enforce_cap();
         if let Some(e) = lock(&failure).take() {
             return Err(e);
@@ -413,46 +434,32 @@ impl Inner {
         }
     }
 
-    fn chunk_range(&self, c: u64) -> Range<u64> {
-        c * CHUNK..((c + 1) * CHUNK).min(self.version.size)
+    fn block_range(&self, b: u64) -> Range<u64> {
+        b * BLOCK..((b + 1) * BLOCK).min(self.version.size)
     }
 
-    /// Fetches chunk `c` unless another thread is: then waits for it.
-    fn fetch_chunk(
-        &self,
-        c: u64,
-        cancel: &CancelToken,
-        progress: &Progress,
-    ) -> Result<(), RemoteError> {
-        {
-            let mut flying = lock(&self.in_flight);
-            while flying.contains(&c) {
-                flying = self
-                    .arrived
-                    .wait(flying)
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+    /// The blocks of `blocks` not held, as runs of at most a [`CHUNK`].
+    fn missing_runs(&self, blocks: Range<u64>) -> Vec<Range<u64>> {
+        let per_run = CHUNK / BLOCK;
+        let mut runs: Vec<Range<u64>> = Vec::new();
+        for b in blocks.filter(|&b| !self.has(b)) {
+            match runs.last_mut() {
+                Some(r) if r.end == b && r.end - r.start < per_run => r.end = b + 1,
+                _ => runs.push(b..b + 1),
             }
-            if self.has(c) {
-                return Ok(());
-            }
-            flying.push(c);
         }
-        let result = self.download(c, cancel, progress);
-        {
-            let mut flying = lock(&self.in_flight);
-            flying.retain(|&x| x != c);
-        }
-        self.arrived.notify_all();
-        result
+        runs
     }
 
+    /// Downloads the blocks `run` (a few attempts when the connection
+    /// fails) and marks them held.
     fn download(
         &self,
-        c: u64,
+        run: Range<u64>,
         cancel: &CancelToken,
         progress: &Progress,
     ) -> Result<(), RemoteError> {
-        let range = self.chunk_range(c);
+        let range = self.block_range(run.start).start..self.block_range(run.end - 1).end;
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -474,7 +481,9 @@ impl Inner {
             );
             match result {
                 Ok(_) => {
-                    self.set(c, true);
+                    for b in run.clone() {
+                        self.set(b, true);
+                    }
                     return Ok(());
                 }
                 Err(e) if e.kind() == "RemoteChanged" => {
@@ -492,6 +501,24 @@ impl Inner {
     }
 
     /// Records what the cache file holds, on disk.
+    /// [`Inner::persist`] at most every [`PERSIST_EVERY`]: each costs a
+    /// sync of the cache file, which a scan fetching batch after batch must
+    /// not pay per batch. The rest is written when the file is closed.
+    fn persist_now_and_then(&self) {
+        let due = {
+            let mut at = lock(&self.persisted);
+            let due = at.elapsed() >= PERSIST_EVERY;
+            if due {
+                *at = std::time::Instant::now();
+            }
+            due
+        };
+        if due {
+            self.persist();
+        }
+    }
+
+    /// Writes the bitmap of what the cache file holds (after syncing it).
     fn persist(&self) {
         let len = usize::try_from(cache::bitmap_len(self.version.size)).unwrap_or(0);
         let mut bytes = vec![0u8; len];
@@ -525,12 +552,18 @@ impl Inner {
         if total <= cap {
             return;
         }
+        // Chunks (runs of blocks) are the unit given back.
+        let per = CHUNK / BLOCK;
         let mut candidates: Vec<(u64, usize, u64)> = Vec::new();
         for (i, f) in open.iter().enumerate() {
             let pins = lock(&f.pins).clone();
             for c in 0..f.version.size.div_ceil(CHUNK) {
-                // The header's chunks stay: `header_end` vouches for them.
-                if f.has(c) && c * CHUNK >= f.header_end && !pins.iter().any(|p| p.contains(&c)) {
+                let blocks = c * per..(c + 1) * per;
+                // The header's chunk stays: `header_end` vouches for it.
+                let pinned = pins
+                    .iter()
+                    .any(|p| p.start < blocks.end && blocks.start < p.end);
+                if c * CHUNK >= f.header_end && !pinned && blocks.clone().any(|b| f.has(b)) {
                     let used = usize::try_from(c)
                         .ok()
                         .and_then(|c| f.used.get(c))
@@ -545,13 +578,21 @@ impl Inner {
                 break;
             }
             let f = &open[i];
-            let r = f.chunk_range(c);
+            let blocks: Vec<u64> = (c * per..(c + 1) * per).filter(|&b| f.has(b)).collect();
             // Marked absent first: a reader that looks now fetches again.
-            f.set(c, false);
-            if f.entry.punch(r.start..r.start + CHUNK) {
-                total = total.saturating_sub(r.end - r.start);
+            for &b in &blocks {
+                f.set(b, false);
+            }
+            if f.entry.punch(c * CHUNK..(c + 1) * CHUNK) {
+                let freed: u64 = blocks
+                    .iter()
+                    .map(|&b| f.block_range(b).end - b * BLOCK)
+                    .sum();
+                total = total.saturating_sub(freed);
             } else {
-                f.set(c, true);
+                for &b in &blocks {
+                    f.set(b, true);
+                }
             }
         }
         for f in &open {

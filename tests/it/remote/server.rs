@@ -269,9 +269,16 @@ fn serve(stream: TcpStream, state: &State, stop: &AtomicBool) {
         let Some(req) = read_request(&mut reader) else {
             return;
         };
+        let close = req
+            .headers
+            .get("connection")
+            .is_some_and(|c| c.eq_ignore_ascii_case("close"));
         match respond(&req, state, &mut out) {
-            Ok(true) => {}
-            _ => return,
+            Ok(true) if !close => {}
+            _ => {
+                let _ = out.flush();
+                return;
+            }
         }
         if out.flush().is_err() {
             return;

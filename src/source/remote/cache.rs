@@ -254,6 +254,39 @@ impl Entry {
     }
 }
 
+/// A small remote file (a shard index, a config) kept whole with its ETag,
+/// so that reading it again costs a `304`.
+#[derive(Debug)]
+pub struct SmallFile {
+    dir: PathBuf,
+}
+
+/// Where the small file `url` is kept; `None` without a cache folder.
+pub fn small_file(settings: &Settings, url: &str) -> Option<SmallFile> {
+    let dir = settings.cache_dir.as_ref()?.join("small").join(key(url));
+    Some(SmallFile { dir })
+}
+
+impl SmallFile {
+    /// The ETag and bytes kept, if both are there.
+    pub fn load(&self) -> Option<(String, Vec<u8>)> {
+        let etag = std::fs::read_to_string(self.dir.join("etag")).ok()?;
+        let bytes = std::fs::read(self.dir.join("body")).ok()?;
+        Some((etag, bytes))
+    }
+
+    /// Keeps `bytes` as the version `etag` (failures only lose the copy).
+    pub fn store(&self, etag: &str, bytes: &[u8]) {
+        if std::fs::create_dir_all(&self.dir).is_ok() {
+            // The body first: an ETag never names bytes that are not there.
+            let _ = std::fs::remove_file(self.dir.join("etag"));
+            if replace(&self.dir.join("body"), bytes).is_ok() {
+                let _ = replace(&self.dir.join("etag"), etag.as_bytes());
+            }
+        }
+    }
+}
+
 /// Bytes of the bitmap of a file of `size` bytes.
 pub fn bitmap_len(size: u64) -> u64 {
     size.div_ceil(BLOCK).div_ceil(8)

@@ -340,13 +340,31 @@ impl Client {
 
     /// Reads a whole small file (a shard index, a config): `Ok(None)` for
     /// 404, an error past `max` bytes (read no further).
+    ///
+    /// A copy is kept in the cache folder with its ETag: the next read
+    /// asks with `If-None-Match`, and a `304` costs no body bytes.
     pub fn read_small(&self, target: &str, max: u64) -> Result<Option<Vec<u8>>, RemoteError> {
         let shown = url::display(target);
-        let (response, final_url) = self.send(target, &[])?;
+        let kept = super::cache::small_file(&self.settings, target);
+        let stored = kept
+            .as_ref()
+            .and_then(super::cache::SmallFile::load)
+            .filter(|(_, b)| b.len() as u64 <= max);
+        let headers: Vec<(&str, String)> = stored
+            .as_ref()
+            .map(|(etag, _)| vec![("If-None-Match", etag.clone())])
+            .unwrap_or_default();
+        let (response, final_url) = self.send(target, &headers)?;
         let status = response.status();
         if status == StatusCode::NOT_FOUND {
             return Ok(None);
         }
+        if status == StatusCode::NOT_MODIFIED
+            && let Some((_, bytes)) = stored
+        {
+            return Ok(Some(bytes));
+        }
+        let etag = header(response.headers(), "etag");
         if !status.is_success() {
             return Err(status_error(&final_url, status, response.headers()));
         }
@@ -383,6 +401,9 @@ impl Client {
                     declared.unwrap_or(0)
                 ),
             ));
+        }
+        if let (Some(kept), Some(etag)) = (kept, etag) {
+            kept.store(&etag, &text);
         }
         Ok(Some(text))
     }

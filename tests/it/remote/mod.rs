@@ -306,6 +306,16 @@ fn a_sharded_remote_model_reads_and_diffs_as_the_local_copy() {
             "{verb:?}"
         );
     }
+    // A second run: the index and the headers revalidated, nothing sent.
+    s.reset_counts();
+    let (code, _, err) = run(&cache, &[], &["info", "--json", &url]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        s.body_bytes(),
+        0,
+        "a cached run fetched bytes: {:?}",
+        s.log()
+    );
     // Remote against local: every tensor identical.
     let (code, out, err) = run(&cache, &[], &["diff", "--json", &url, local]);
     assert_eq!(code, 0, "{err}");

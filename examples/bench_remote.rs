@@ -714,12 +714,12 @@ fn print_bounds(rows: &[Row], model: &Model, tensor: (&str, u64), span: u64) {
         if let Some(c) = r.cached {
             let shards = c.bytes - c.index_bytes.min(c.bytes);
             println!(
-                "- {} cached: fetched {} bytes in {} requests: the index, {} bytes (read whole each run, not cached), and {shards} bytes of the shards; shards 0 bytes expected (headers revalidated with 304): {}.",
+                "- {} cached: fetched {} bytes in {} requests: the index {} bytes and the shards {shards} bytes; 0 expected (the index and the headers revalidated with 304): {}.",
                 r.verb.name(),
                 c.bytes,
                 c.requests,
                 c.index_bytes,
-                holds(shards == 0)
+                holds(c.bytes == 0)
             );
         }
     }

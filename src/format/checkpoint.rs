@@ -342,7 +342,7 @@ impl Checkpoint {
     }
 
     /// Brings the bytes of `tensors` into reach: nothing to do for local
-    /// files; for remote ones, what the cache lacks is fetched (adjacent
+    /// files; for remote ones, what the cache lacks is fetched (touching
     /// tensors in one run of chunks) and kept until the result is dropped.
     /// Every reader calls this before it reads; received bytes are added to
     /// `progress`'s fetched count.
@@ -366,13 +366,15 @@ impl Checkpoint {
             })
             .collect();
         ranges.sort_by_key(|(s, r)| (*s, r.start));
+        // Merged only where they touch (within a block, which the cache
+        // fetches whole anyway): a gap between two tensors is never fetched.
         let mut merged: Vec<(usize, std::ops::Range<u64>)> = Vec::new();
         for (s, r) in ranges {
             match merged.last_mut() {
                 Some((ls, lr))
                     if *ls == s
                         && r.start
-                            <= lr.end.saturating_add(crate::source::remote::cache::CHUNK) =>
+                            <= lr.end.saturating_add(crate::source::remote::cache::BLOCK) =>
                 {
                     lr.end = lr.end.max(r.end);
                 }

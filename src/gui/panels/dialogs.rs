@@ -247,6 +247,7 @@ pub fn save_as_ui(
 pub fn open_url_ui(
     ctx: &egui::Context,
     recent: &[std::path::PathBuf],
+    can_compare: bool,
     text: &mut String,
     out: &mut Vec<Command>,
 ) {
@@ -277,6 +278,15 @@ pub fn open_url_ui(
                     && !location.is_empty()
                 {
                     out.push(Command::Open(location.clone().into()));
+                    out.push(Command::CloseOpenUrl);
+                }
+                if can_compare
+                    && ui
+                        .add_enabled(valid, egui::Button::new("Compare with the open tab"))
+                        .on_hover_text("Diff the checkpoint shown against this remote one")
+                        .clicked()
+                {
+                    out.push(Command::Compare(location.clone().into()));
                     out.push(Command::CloseOpenUrl);
                 }
                 if ui.button("Cancel").clicked() {

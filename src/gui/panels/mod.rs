@@ -51,7 +51,14 @@ pub fn root_ui(ui: &mut egui::Ui, session: &Session, views: &mut Views, out: &mu
         dialogs::save_as_ui(ui.ctx(), d, &mut views.save_as, out);
     }
     if session.open_url {
-        dialogs::open_url_ui(ui.ctx(), &session.state.recent, &mut views.url_text, out);
+        let can_compare = session.active_tab().is_some_and(|t| t.loaded().is_some());
+        dialogs::open_url_ui(
+            ui.ctx(),
+            &session.state.recent,
+            can_compare,
+            &mut views.url_text,
+            out,
+        );
     }
     chrome::drop_overlay_ui(ui.ctx());
     chrome::notices_ui(ui.ctx(), &session.notices);

@@ -111,4 +111,22 @@ fn a_url_opens_and_its_values_come_page_by_page() {
     settle(&mut h);
     h.get_by_label("no NaN/Inf");
     assert!(h.query_by_label_contains("Scanning downloads").is_none());
+    // Compared with another remote copy, from the same window.
+    s.file("/ui/copy.safetensors", file.clone());
+    file_menu(&mut h, "Open URL…");
+    settle(&mut h);
+    let field = h
+        .query_all_by_role(egui::accesskit::Role::TextInput)
+        .find(|n| {
+            n.accesskit_node()
+                .value()
+                .is_some_and(|v| v.starts_with("http://"))
+        })
+        .expect("the URL field, with the URL opened last");
+    set_text(&field, &s.url("/ui/copy.safetensors"));
+    h.run_steps(2);
+    h.get_by_label("Compare with the open tab").click();
+    settle(&mut h);
+    h.get_by_label("Comparing with");
+    h.get_by_label_contains("2 identical");
 }

@@ -26,6 +26,10 @@ use crate::source::map::Mapping;
 /// for most files, the whole header.
 pub const HEADER_GUESS: u64 = 64 * 1024;
 
+/// The largest remote file opened: 16 TiB (a bitmap of 32 MiB). The
+/// largest checkpoints are sharded into files of a few GB.
+pub const MAX_REMOTE_FILE: u64 = 16 << 40;
+
 /// Attempts per chunk when the connection fails (a dropped connection, a
 /// body cut short, a timeout): the first and two more.
 const ATTEMPTS: u32 = 3;
@@ -136,6 +140,18 @@ impl RemoteFile {
         )?;
         FETCHED.fetch_add(reply.bytes, Ordering::Relaxed);
         let version = reply.version.clone();
+        // The size is the server's word: checked before the cache file is
+        // sized and its bitmap allocated by it.
+        if version.size > MAX_REMOTE_FILE {
+            return Err(RemoteError::new(
+                "BadResponse",
+                format!(
+                    "{} says it is {} bytes; files of more than {MAX_REMOTE_FILE} bytes (16 TiB) are not opened",
+                    url::display(target),
+                    version.size
+                ),
+            ));
+        }
         entry.prepare(target, &version)?;
         let mut header_end = if reply.not_modified {
             stored.as_ref().map_or(0, |(_, h)| *h)

@@ -424,6 +424,24 @@ fn every_fault_is_a_clear_error() {
             assert!(out.contains("retry after 7"), "{out}");
         }
     }
+    // A server that claims an exabyte file: refused before anything is
+    // sized or allocated by it.
+    s.route(
+        "/huge.safetensors",
+        Route::File {
+            body: Body::Zeros {
+                head: std::sync::Arc::new(model(TENSORS, 1)[..4096].to_vec()),
+                len: 1 << 60,
+            },
+            etag: "\"huge\"".into(),
+        },
+    );
+    let (code, out, err) = run(
+        &dir.path().join("s"),
+        &[],
+        &["info", "--json", &s.url("/huge.safetensors")],
+    );
+    check_error("an exabyte file", code, &out, &err, "BadResponse");
     s.route("/loop1", Route::Redirect("/loop2".into()));
     s.route("/loop2", Route::Redirect("/loop1".into()));
     let (code, out, err) = run(

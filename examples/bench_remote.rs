@@ -36,7 +36,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use server::{Body, Route, Server};
+use server::{Body, Route, Server, without_paths};
 
 /// The first request of a remote file (src/source/remote/file.rs).
 const HEADER_GUESS: u64 = 64 * 1024;
@@ -373,26 +373,6 @@ fn run_cli(bin: &Path, cache: &Path, args: &[String]) -> (Duration, serde_json::
         )
     });
     (elapsed, doc)
-}
-
-/// Drops the fields that name where a document came from.
-fn without_paths(mut v: serde_json::Value) -> serde_json::Value {
-    fn strip(v: &mut serde_json::Value) {
-        match v {
-            serde_json::Value::Object(m) => {
-                for k in ["path", "a", "b", "config_path", "file"] {
-                    if m.get(k).is_some_and(serde_json::Value::is_string) {
-                        m.remove(k);
-                    }
-                }
-                m.values_mut().for_each(strip);
-            }
-            serde_json::Value::Array(a) => a.iter_mut().for_each(strip),
-            _ => {}
-        }
-    }
-    strip(&mut v);
-    v
 }
 
 /// Remote runs of one verb: the best time, and the most body bytes and

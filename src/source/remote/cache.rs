@@ -364,16 +364,6 @@ fn allocated(path: &Path) -> u64 {
     }
 }
 
-/// Disk the cache folder's entries take, in bytes.
-pub fn usage(root: &Path) -> u64 {
-    std::fs::read_dir(root).map_or(0, |entries| {
-        entries
-            .flatten()
-            .map(|e| allocated(&e.path().join("data")))
-            .sum()
-    })
-}
-
 /// Removes whole entries, least recently used first, until the cache is
 /// at most `cap` bytes; never one in `keep` nor one another process holds.
 /// Returns the bytes still in use.

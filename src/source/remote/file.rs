@@ -112,11 +112,6 @@ static OPEN: Mutex<Vec<Weak<Inner>>> = Mutex::new(Vec::new());
 /// Bytes received from the network by every remote file of this process.
 static FETCHED: AtomicU64 = AtomicU64::new(0);
 
-/// Bytes received from the network by this process so far.
-pub fn total_fetched() -> u64 {
-    FETCHED.load(Ordering::Relaxed)
-}
-
 impl RemoteFile {
     /// Opens `target`: reads its header (or revalidates the cached one)
     /// and maps its cache file. The first 8 bytes give the header's

@@ -26,7 +26,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-pub use file::{Pin, RemoteFile, total_fetched};
+pub use file::{Pin, RemoteFile};
 pub use http::Client;
 
 /// The URL of the file `name` in the folder of `url` (a shard beside its

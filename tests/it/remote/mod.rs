@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::process::Command;
 
-use server::{Body, Fault, Route, Server};
+use server::{Body, Fault, Route, Server, without_paths};
 
 /// The largest request for tensor bytes (src/source/remote/cache.rs).
 const CHUNK: u64 = 4 << 20;
@@ -40,26 +40,6 @@ fn run(cache: &Path, env: &[(&str, &str)], args: &[&str]) -> (i32, String, Strin
 fn json(stdout: &str, stderr: &str) -> serde_json::Value {
     serde_json::from_str(stdout)
         .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}): {stdout:?} / {stderr}"))
-}
-
-/// Drops the fields that name where a document came from.
-fn without_paths(mut v: serde_json::Value) -> serde_json::Value {
-    fn strip(v: &mut serde_json::Value) {
-        match v {
-            serde_json::Value::Object(m) => {
-                for k in ["path", "a", "b", "config_path", "file"] {
-                    if m.get(k).is_some_and(serde_json::Value::is_string) {
-                        m.remove(k);
-                    }
-                }
-                m.values_mut().for_each(strip);
-            }
-            serde_json::Value::Array(a) => a.iter_mut().for_each(strip),
-            _ => {}
-        }
-    }
-    strip(&mut v);
-    v
 }
 
 /// A file of F32 tensors of `sizes` elements each, with seeded values.

@@ -4,7 +4,8 @@
 //! (or a header followed by zeros, for large files) with `Range`/206,
 //! ETags and conditional requests, redirects, required tokens, and the
 //! faults a remote reader must survive. Every request and every body byte
-//! sent is counted.
+//! sent is counted. [`without_paths`] compares a remote run's JSON with a
+//! local one's.
 
 #![allow(dead_code)]
 
@@ -447,4 +448,25 @@ impl std::io::Write for Counting<'_> {
     fn flush(&mut self) -> std::io::Result<()> {
         self.out.flush()
     }
+}
+
+/// A JSON document without the fields that name where it came from (a
+/// path, a URL), to compare a remote run with a local one.
+pub fn without_paths(mut v: serde_json::Value) -> serde_json::Value {
+    fn strip(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for k in ["path", "a", "b", "config_path", "file"] {
+                    if m.get(k).is_some_and(serde_json::Value::is_string) {
+                        m.remove(k);
+                    }
+                }
+                m.values_mut().for_each(strip);
+            }
+            serde_json::Value::Array(a) => a.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    strip(&mut v);
+    v
 }

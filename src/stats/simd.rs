@@ -56,6 +56,27 @@ fn scan_groups(kind: Wide, bytes: &[u8], tiny_bits: u32, x0: f64) -> F32Lanes {
     kernel::scan_groups(kind, bytes, tiny_bits, x0)
 }
 
+/// Asks the CPU to bring the cache line that `line` starts in into its
+/// caches while other work runs: the scans ask for their next block a line
+/// at a time while they count the current one, so that the memory reads
+/// overlap the counting (the hardware prefetchers stop at each 4 KiB page
+/// of a mapping). A hint: it never faults, even on a page not mapped yet,
+/// and does nothing off x86-64.
+#[allow(clippy::inline_always)]
+#[inline(always)]
+pub(crate) fn prefetch(line: &[u8]) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch reads nothing and never faults, whatever the
+    // address; SSE, its instruction set, is part of x86-64.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+            line.as_ptr().cast::<i8>(),
+        );
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = line;
+}
+
 /// Adds a block to a linear histogram ([`kernel::histogram_block`]).
 pub(crate) fn histogram_block<T: Lane>(vals: &[T], bins: &FloatBins, tables: &mut [u32]) {
     #[cfg(target_arch = "x86_64")]
@@ -101,30 +122,48 @@ fn avx512() -> bool {
 }
 
 /// Counts the key prefixes of f32 bytes ([`kernel::count_prefixes_f32`]).
-pub(crate) fn count_prefixes_f32(bytes: &[u8], table: &mut [u32; kernel::BUCKETS]) {
+pub(crate) fn count_prefixes_f32(
+    bytes: &[u8],
+    ahead: &[u8],
+    idx: &mut [u32; kernel::PART],
+    table: &mut [u32; kernel::BUCKETS],
+) {
     #[cfg(target_arch = "x86_64")]
     {
         if avx512() {
             // SAFETY: the CPU has these AVX-512 subsets, checked just above.
-            return unsafe { x86::count_prefixes_f32_512(bytes, table) };
+            return unsafe { x86::count_prefixes_f32_512(bytes, ahead, idx, table) };
         }
         if avx2() {
             // SAFETY: the CPU has AVX2, checked just above.
-            return unsafe { x86::count_prefixes_f32(bytes, table) };
+            return unsafe { x86::count_prefixes_f32(bytes, ahead, idx, table) };
         }
     }
-    kernel::count_prefixes_f32(bytes, table);
+    kernel::count_prefixes_f32(bytes, ahead, idx, table);
 }
 
 /// Calls `hit` with the keys of the f32 values whose bucket is marked
-/// ([`kernel::for_each_marked_f32`]).
+/// ([`kernel::for_each_marked_f32`]). With a `prefilter` the vector copies
+/// test every value arithmetically first and look up the bitmap only for
+/// the candidates; the keys are the same.
 pub(crate) fn for_each_marked_f32(
     bytes: &[u8],
     marks: &[u64; kernel::MARK_WORDS],
+    prefilter: Option<&kernel::Prefilter>,
     hit: &mut dyn FnMut(u64),
 ) {
     #[cfg(target_arch = "x86_64")]
     {
+        if let Some(pre) = prefilter {
+            if avx512() {
+                // SAFETY: the CPU has these AVX-512 subsets, checked just above.
+                return unsafe { x86::marked_near_f32_512(bytes, marks, pre, hit) };
+            }
+            if avx2() {
+                // SAFETY: the CPU has AVX2, checked just above.
+                return unsafe { x86::marked_near_f32(bytes, marks, pre, hit) };
+            }
+        }
         if avx512() {
             // SAFETY: the CPU has these AVX-512 subsets, checked just above.
             return unsafe { x86::for_each_marked_f32_512(bytes, marks, hit) };
@@ -150,20 +189,44 @@ mod x86 {
         _mm512_cvtps_pd, _mm512_mul_pd, _mm512_set1_epi64, _mm512_set1_pd, _mm512_setzero_pd,
         _mm512_sub_pd,
     };
+    use std::arch::x86_64::{
+        __m512, __m512i, _CMP_LE_OQ, _MM_FROUND_NO_EXC, _MM_FROUND_TO_NEAREST_INT, _mm256_add_ps,
+        _mm256_blendv_ps, _mm256_cmp_ps, _mm256_movemask_ps, _mm256_mul_ps, _mm256_or_si256,
+        _mm256_permutevar8x32_epi32, _mm256_round_ps, _mm256_srai_epi32, _mm256_srli_epi32,
+        _mm256_srlv_epi32, _mm256_sub_ps, _mm256_xor_si256, _mm512_and_si512, _mm512_castps_si512,
+        _mm512_castsi512_ps, _mm512_cmp_ps_mask, _mm512_fmadd_ps, _mm512_loadu_ps,
+        _mm512_maskz_compress_epi32, _mm512_mul_ps, _mm512_or_si512, _mm512_permutex2var_epi32,
+        _mm512_reduce_ps, _mm512_set1_epi32, _mm512_set1_ps, _mm512_srai_epi32, _mm512_srli_epi32,
+        _mm512_srlv_epi32, _mm512_storeu_si512, _mm512_sub_ps, _mm512_test_epi32_mask,
+        _mm512_xor_si512,
+    };
 
     use super::F32Lanes;
-    use crate::stats::kernel::{self, BUCKETS, MARK_WORDS};
+    use crate::stats::kernel::{self, BLOOM_BITS, BUCKETS, MARK_WORDS, Prefilter};
+
+    /// Low bits of an f32 key below its prefix.
+    const LOW32: u32 = 32 - kernel::PREFIX_BITS;
 
     /// [`kernel::count_prefixes_f32`] compiled for AVX2.
     #[target_feature(enable = "avx2")]
-    pub(super) fn count_prefixes_f32(bytes: &[u8], table: &mut [u32; BUCKETS]) {
-        kernel::count_prefixes_f32(bytes, table);
+    pub(super) fn count_prefixes_f32(
+        bytes: &[u8],
+        ahead: &[u8],
+        idx: &mut [u32; kernel::PART],
+        table: &mut [u32; BUCKETS],
+    ) {
+        kernel::count_prefixes_f32(bytes, ahead, idx, table);
     }
 
     /// [`kernel::count_prefixes_f32`] compiled for AVX-512.
     #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
-    pub(super) fn count_prefixes_f32_512(bytes: &[u8], table: &mut [u32; BUCKETS]) {
-        kernel::count_prefixes_f32(bytes, table);
+    pub(super) fn count_prefixes_f32_512(
+        bytes: &[u8],
+        ahead: &[u8],
+        idx: &mut [u32; kernel::PART],
+        table: &mut [u32; BUCKETS],
+    ) {
+        kernel::count_prefixes_f32(bytes, ahead, idx, table);
     }
 
     /// [`kernel::for_each_marked_f32`] compiled for AVX2.
@@ -184,6 +247,217 @@ mod x86 {
         hit: &mut dyn FnMut(u64),
     ) {
         kernel::for_each_marked_f32(bytes, marks, hit);
+    }
+
+    /// Candidates of one block of the prefiltered filter.
+    const CANDIDATES: usize = 1024;
+
+    /// The keys of `vals` (16 each) that pass the prefilter's tests, as
+    /// 16 lanes of u32, and the mask of those that pass.
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+    #[inline]
+    fn pass_512(v: __m512, pre: &Prefilter512) -> (__m512i, u16) {
+        let bits = _mm512_castps_si512(v);
+        let key = _mm512_xor_si512(
+            bits,
+            _mm512_or_si512(_mm512_srai_epi32::<31>(bits), pre.sign),
+        );
+        // Near an edge: |t − round(t)| ≤ |x|·slope + margin.
+        let t = _mm512_mul_ps(_mm512_sub_ps(v, pre.origin), pre.scale);
+        let frac = _mm512_and_si512(
+            _mm512_castps_si512(_mm512_reduce_ps::<{ _MM_FROUND_TO_NEAREST_INT }>(t)),
+            pre.magnitude,
+        );
+        let abs = _mm512_castsi512_ps(_mm512_and_si512(bits, pre.magnitude));
+        let limit = _mm512_fmadd_ps(abs, pre.slope, pre.margin);
+        let near = _mm512_cmp_ps_mask::<_CMP_LE_OQ>(_mm512_castsi512_ps(frac), limit);
+        // In the bloom: bit (prefix mod 1024) of 32 words in two registers.
+        let index = _mm512_and_si512(_mm512_srli_epi32::<LOW32>(key), pre.index_mask);
+        let word =
+            _mm512_permutex2var_epi32(pre.bloom[0], _mm512_srli_epi32::<5>(index), pre.bloom[1]);
+        let bit = _mm512_srlv_epi32(word, _mm512_and_si512(index, pre.bit_mask));
+        let bloom = _mm512_test_epi32_mask(bit, pre.one);
+        (key, near | bloom)
+    }
+
+    /// A [`Prefilter`] in AVX-512 registers.
+    struct Prefilter512 {
+        origin: __m512,
+        scale: __m512,
+        slope: __m512,
+        margin: __m512,
+        bloom: [__m512i; 2],
+        sign: __m512i,
+        magnitude: __m512i,
+        index_mask: __m512i,
+        bit_mask: __m512i,
+        one: __m512i,
+    }
+
+    /// [`super::for_each_marked_f32`] with a prefilter in AVX-512: the
+    /// candidates of a block are compressed into a buffer (no branch per
+    /// group), then looked up in the bitmap in order.
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+    pub(super) fn marked_near_f32_512(
+        bytes: &[u8],
+        marks: &[u64; MARK_WORDS],
+        pre: &Prefilter,
+        hit: &mut dyn FnMut(u64),
+    ) {
+        let half = |i: usize| -> __m512i {
+            let mut w = [0u32; 16];
+            w.copy_from_slice(&pre.bloom[16 * i..16 * i + 16]);
+            // SAFETY: 64 bytes of u32 into a 512-bit register.
+            unsafe { std::mem::transmute(w) }
+        };
+        let regs = Prefilter512 {
+            origin: _mm512_set1_ps(pre.origin),
+            scale: _mm512_set1_ps(pre.scale),
+            slope: _mm512_set1_ps(pre.slope),
+            margin: _mm512_set1_ps(pre.margin),
+            bloom: [half(0), half(1)],
+            sign: _mm512_set1_epi32(i32::MIN),
+            magnitude: _mm512_set1_epi32(0x7fff_ffff),
+            index_mask: _mm512_set1_epi32(BLOOM_BITS as i32 - 1),
+            bit_mask: _mm512_set1_epi32(31),
+            one: _mm512_set1_epi32(1),
+        };
+        let mut found = [0u32; CANDIDATES + 16];
+        let (vals, tail) = bytes.as_chunks::<4>();
+        let whole = vals.len() / 16 * 16;
+        let (groups, _) = vals.get(..whole).unwrap_or(&[]).as_chunks::<16>();
+        let step = CANDIDATES / 16;
+        for (b, block) in groups.chunks(step).enumerate() {
+            let next = groups.get((b + 1) * step..).unwrap_or(&[]);
+            let mut n = 0usize;
+            for (j, g) in block.iter().enumerate() {
+                // The next block, a line per group.
+                if let Some(line) = next.get(j) {
+                    super::prefetch(line.as_flattened());
+                }
+                // SAFETY: `g` is 64 readable bytes; the load has no
+                // alignment requirement.
+                #[allow(clippy::cast_ptr_alignment)]
+                let v = unsafe { _mm512_loadu_ps(g.as_ptr().cast::<f32>()) };
+                let (key, mask) = pass_512(v, &regs);
+                let packed = _mm512_maskz_compress_epi32(mask, key);
+                // At most CANDIDATES − 16 were stored before this group, so
+                // the 16 lanes fit.
+                if let Some(slot) = found.get_mut(n..n + 16) {
+                    // SAFETY: `slot` is 64 writable bytes.
+                    unsafe { _mm512_storeu_si512(slot.as_mut_ptr().cast(), packed) };
+                }
+                n += mask.count_ones() as usize;
+            }
+            for &k in found.get(..n).unwrap_or(&[]) {
+                if kernel::marked(marks, k >> LOW32) {
+                    hit(u64::from(k));
+                }
+            }
+        }
+        // The last values (fewer than 16), and the bytes of a partial one
+        // (none: `as_chunks` leaves them out, as the portable filter does).
+        let rest = vals.get(whole..).unwrap_or(&[]);
+        let _ = tail;
+        for c in rest {
+            let k = kernel::key32(u32::from_le_bytes(*c));
+            if kernel::marked(marks, k >> LOW32) {
+                hit(u64::from(k));
+            }
+        }
+    }
+
+    /// [`super::for_each_marked_f32`] with a prefilter in AVX2 (and no
+    /// FMA: a multiply and an add, which round twice, as the prefilter's
+    /// margin allows): eight values at a time, the bloom's 1024 bits in
+    /// four registers.
+    #[target_feature(enable = "avx2")]
+    pub(super) fn marked_near_f32(
+        bytes: &[u8],
+        marks: &[u64; MARK_WORDS],
+        pre: &Prefilter,
+        hit: &mut dyn FnMut(u64),
+    ) {
+        let quarter = |i: usize| -> __m256i {
+            let mut w = [0u32; 8];
+            w.copy_from_slice(&pre.bloom[8 * i..8 * i + 8]);
+            // SAFETY: 32 bytes of u32 into a 256-bit register.
+            unsafe { std::mem::transmute(w) }
+        };
+        let bloom = [quarter(0), quarter(1), quarter(2), quarter(3)];
+        let origin = _mm256_set1_ps(pre.origin);
+        let scale = _mm256_set1_ps(pre.scale);
+        let slope = _mm256_set1_ps(pre.slope);
+        let margin = _mm256_set1_ps(pre.margin);
+        let sign = _mm256_set1_epi32(i32::MIN);
+        let magnitude = _mm256_set1_epi32(0x7fff_ffff);
+        let index_mask = _mm256_set1_epi32(BLOOM_BITS as i32 - 1);
+        let bit_mask = _mm256_set1_epi32(31);
+        let one = _mm256_set1_epi32(1);
+        let (vals, _) = bytes.as_chunks::<4>();
+        let whole = vals.len() / 8 * 8;
+        let (groups, _) = vals.get(..whole).unwrap_or(&[]).as_chunks::<8>();
+        for g in groups {
+            // SAFETY: `g` is 32 readable bytes; the load has no alignment
+            // requirement.
+            #[allow(clippy::cast_ptr_alignment)]
+            let v = unsafe { _mm256_loadu_ps(g.as_ptr().cast::<f32>()) };
+            let bits = _mm256_castps_si256(v);
+            let key = _mm256_xor_si256(bits, _mm256_or_si256(_mm256_srai_epi32::<31>(bits), sign));
+            let t = _mm256_mul_ps(_mm256_sub_ps(v, origin), scale);
+            let round = _mm256_round_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(t);
+            let frac = _mm256_and_si256(_mm256_castps_si256(_mm256_sub_ps(t, round)), magnitude);
+            let abs = _mm256_castsi256_ps(_mm256_and_si256(bits, magnitude));
+            let limit = _mm256_add_ps(_mm256_mul_ps(abs, slope), margin);
+            let near = _mm256_cmp_ps::<_CMP_LE_OQ>(_mm256_castsi256_ps(frac), limit);
+            let index = _mm256_and_si256(_mm256_srli_epi32::<{ LOW32 as i32 }>(key), index_mask);
+            let word_index = _mm256_srli_epi32::<5>(index);
+            // Bits 8 and 9 of the index pick the register: blends by sign.
+            let pick = |a: __m256i, b: __m256i, shift: __m256i| {
+                _mm256_castps_si256(_mm256_blendv_ps(
+                    _mm256_castsi256_ps(a),
+                    _mm256_castsi256_ps(b),
+                    _mm256_castsi256_ps(shift),
+                ))
+            };
+            let by8 = _mm256_slli_epi32::<23>(index);
+            let by9 = _mm256_slli_epi32::<22>(index);
+            let low = pick(
+                _mm256_permutevar8x32_epi32(bloom[0], word_index),
+                _mm256_permutevar8x32_epi32(bloom[1], word_index),
+                by8,
+            );
+            let high = pick(
+                _mm256_permutevar8x32_epi32(bloom[2], word_index),
+                _mm256_permutevar8x32_epi32(bloom[3], word_index),
+                by8,
+            );
+            let word = pick(low, high, by9);
+            let bit = _mm256_and_si256(
+                _mm256_srlv_epi32(word, _mm256_and_si256(index, bit_mask)),
+                one,
+            );
+            let in_bloom = _mm256_cmpeq_epi32(bit, one);
+            let pass = _mm256_or_si256(_mm256_castps_si256(near), in_bloom);
+            let mut mask = _mm256_movemask_ps(_mm256_castsi256_ps(pass)) as u32;
+            if mask != 0 {
+                let keys = epu32(key);
+                while mask != 0 {
+                    let lane = mask.trailing_zeros() as usize;
+                    mask &= mask - 1;
+                    let k = keys.get(lane).copied().unwrap_or(0);
+                    if kernel::marked(marks, k >> LOW32) {
+                        hit(u64::from(k));
+                    }
+                }
+            }
+        }
+        for c in vals.get(whole..).unwrap_or(&[]) {
+            let k = kernel::key32(u32::from_le_bytes(*c));
+            if kernel::marked(marks, k >> LOW32) {
+                hit(u64::from(k));
+            }
+        }
     }
 
     /// An AVX2 register of u32 lanes as an array.
@@ -539,8 +813,9 @@ mod tests {
         }
     }
 
-    type CountCopy = fn(&[u8], &mut [u32; kernel::BUCKETS]);
+    type CountCopy = fn(&[u8], &[u8], &mut [u32; kernel::PART], &mut [u32; kernel::BUCKETS]);
     type FilterCopy = fn(&[u8], &[u64; kernel::MARK_WORDS], &mut dyn FnMut(u64));
+    type NearCopy = fn(&[u8], &[u64; kernel::MARK_WORDS], &kernel::Prefilter, &mut dyn FnMut(u64));
 
     /// The dispatching counter and every vector copy this CPU can run.
     fn copies_of_count() -> Vec<CountCopy> {
@@ -549,11 +824,11 @@ mod tests {
         {
             if avx2() {
                 // SAFETY: only called on this CPU, which has AVX2 (checked).
-                out.push(|b, t| unsafe { x86::count_prefixes_f32(b, t) });
+                out.push(|b, a, i, t| unsafe { x86::count_prefixes_f32(b, a, i, t) });
             }
             if avx512() {
                 // SAFETY: only called on this CPU, which has AVX-512 (checked).
-                out.push(|b, t| unsafe { x86::count_prefixes_f32_512(b, t) });
+                out.push(|b, a, i, t| unsafe { x86::count_prefixes_f32_512(b, a, i, t) });
             }
         }
         out
@@ -561,7 +836,7 @@ mod tests {
 
     /// The dispatching filter and every vector copy this CPU can run.
     fn copies_of_filter() -> Vec<FilterCopy> {
-        let mut out: Vec<FilterCopy> = vec![for_each_marked_f32];
+        let mut out: Vec<FilterCopy> = vec![|b, m, h| for_each_marked_f32(b, m, None, h)];
         #[cfg(target_arch = "x86_64")]
         {
             if avx2() {
@@ -576,6 +851,167 @@ mod tests {
         out
     }
 
+    /// The vector copies of the prefiltered filter this CPU can run.
+    fn copies_of_near() -> Vec<NearCopy> {
+        let mut out: Vec<NearCopy> = vec![|b, m, p, h| for_each_marked_f32(b, m, Some(p), h)];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if avx2() {
+                // SAFETY: only called on this CPU, which has AVX2 (checked).
+                out.push(|b, m, p, h| unsafe { x86::marked_near_f32(b, m, p, h) });
+            }
+            if avx512() {
+                // SAFETY: only called on this CPU, which has AVX-512 (checked).
+                out.push(|b, m, p, h| unsafe { x86::marked_near_f32_512(b, m, p, h) });
+            }
+        }
+        out
+    }
+
+    /// The buckets holding values of `vals` that hold an inner edge of
+    /// `bins` (as the exact scan finds them), sorted.
+    fn straddling(vals: &[f32], bins: &FloatBins, min: f64, max: f64) -> Vec<u32> {
+        use crate::stats::float::FloatLane;
+        let low = 32 - kernel::PREFIX_BITS;
+        let mut buckets: Vec<u32> = vals
+            .iter()
+            .filter(|x| x.is_finite())
+            .map(|x| kernel::key32(x.to_bits()) >> low)
+            .collect();
+        buckets.sort_unstable();
+        buckets.dedup();
+        buckets.retain(|&p| {
+            let first = u64::from(p) << low;
+            let lo = f64::from(f32::from_key(first)).max(min);
+            let hi = f64::from(f32::from_key(first | ((1 << low) - 1))).min(max);
+            bins.bin_of(lo) != bins.bin_of(hi)
+        });
+        buckets
+    }
+
+    /// Values of many ranges: the mixed ones of [`values`], weights, a
+    /// narrow range far from zero, subnormals only, a range beside f32's
+    /// largest values, a few distinct values.
+    fn ranges() -> Vec<Vec<f32>> {
+        let mixed = values(21, 2 * BLOCK + 7, true);
+        let unit = |i: usize| {
+            let r = (i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 11;
+            r as f64 / (1u64 << 53) as f64
+        };
+        let weights = (0..3 * BLOCK)
+            .map(|i| ((unit(i) - 0.5) * 0.1 * (unit(i + 7) - 0.5).signum()) as f32)
+            .collect();
+        let narrow = (0..BLOCK).map(|i| (1.0 + unit(i) * 1e-3) as f32).collect();
+        let subnormal = (0..BLOCK)
+            .map(|i| f32::from_bits((unit(i) * f64::from(0x7f_ffff)) as u32))
+            .collect();
+        let huge = (0..BLOCK)
+            .map(|i| ((unit(i) - 0.5) * f64::from(f32::MAX)) as f32)
+            .collect();
+        let few = (0..BLOCK).map(|i| (i % 5) as f32 - 2.0).collect();
+        vec![mixed, weights, narrow, subnormal, huge, few]
+    }
+
+    #[test]
+    fn the_prefilter_passes_every_value_of_a_marked_bucket() {
+        for vals in ranges() {
+            let finite: Vec<f32> = vals.iter().copied().filter(|x| x.is_finite()).collect();
+            let min = finite.iter().copied().fold(f32::INFINITY, f32::min);
+            let max = finite.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            let (min, max) = (f64::from(min), f64::from(max));
+            let low = 32 - kernel::PREFIX_BITS;
+            for bins in [1, 7, 256, 1000, 65_536] {
+                let bins = FloatBins::new(min, max, bins);
+                let edges = straddling(&vals, &bins, min, max);
+                // A few other marked buckets (quantiles' and the like).
+                let others: Vec<u32> = finite
+                    .iter()
+                    .step_by(301)
+                    .map(|x| kernel::key32(x.to_bits()) >> low)
+                    .collect();
+                let Some(pre) = kernel::Prefilter::new(Some((bins.edges(), min, max)), &others)
+                else {
+                    // Only where the near test cannot be sound in f32.
+                    assert!(max - min < 1e-30 || bins.len() > 256, "{min} {max}");
+                    continue;
+                };
+                for x in &finite {
+                    let p = kernel::key32(x.to_bits()) >> low;
+                    if edges.binary_search(&p).is_ok() || others.contains(&p) {
+                        assert!(
+                            pre.passes(*x),
+                            "{x} in marked bucket {p}, {} bins",
+                            bins.len()
+                        );
+                    }
+                }
+                // The filter is worth it: few values pass for weights.
+                let passed = finite.iter().filter(|x| pre.passes(**x)).count();
+                if bins.len() == 256 && max - min < 1.0 && max - min > 0.01 {
+                    assert!(passed * 10 < finite.len(), "{passed} of {}", finite.len());
+                }
+            }
+        }
+        // A range beyond f32 has no sound near test; no range at all needs none.
+        let wide = [-3e38, 3e38];
+        let bins = FloatBins::new(wide[0], wide[1], 256);
+        assert!(kernel::Prefilter::new(Some((bins.edges(), wide[0], wide[1])), &[]).is_none());
+        assert!(kernel::Prefilter::new(None, &[1, 2]).is_some());
+    }
+
+    #[test]
+    fn every_copy_of_the_prefiltered_filter_agrees() {
+        use kernel::MARK_WORDS;
+        let low = 32 - kernel::PREFIX_BITS;
+        for vals in ranges() {
+            let finite: Vec<f32> = vals.iter().copied().filter(|x| x.is_finite()).collect();
+            let min = f64::from(finite.iter().copied().fold(f32::INFINITY, f32::min));
+            let max = f64::from(finite.iter().copied().fold(f32::NEG_INFINITY, f32::max));
+            let bins = FloatBins::new(min, max, 256);
+            let edges = straddling(&vals, &bins, min, max);
+            let others: Vec<u32> = finite
+                .iter()
+                .step_by(97)
+                .map(|x| kernel::key32(x.to_bits()) >> low)
+                .collect();
+            let mut marks = vec![0u64; MARK_WORDS];
+            for &p in edges.iter().chain(&others) {
+                marks[p as usize / 64] |= 1 << (p % 64);
+            }
+            let marks = <&[u64; MARK_WORDS]>::try_from(marks.as_slice()).expect("marks");
+            let mut bytes = vec![0u8; 3];
+            bytes.extend(vals.iter().flat_map(|x| x.to_le_bytes()));
+            for with_edges in [true, false] {
+                let near = with_edges.then(|| (bins.edges(), min, max));
+                let Some(pre) = kernel::Prefilter::new(near, &others) else {
+                    continue;
+                };
+                // Without the near test, only the others are marked.
+                let marks_here = if with_edges {
+                    marks.to_vec()
+                } else {
+                    let mut m = vec![0u64; MARK_WORDS];
+                    for &p in &others {
+                        m[p as usize / 64] |= 1 << (p % 64);
+                    }
+                    m
+                };
+                let marks_here =
+                    <&[u64; MARK_WORDS]>::try_from(marks_here.as_slice()).expect("marks");
+                for shift in 0..4 {
+                    let part = &bytes[shift..bytes.len() - (3 - shift)];
+                    let mut portable = Vec::new();
+                    kernel::for_each_marked_f32(part, marks_here, &mut |k| portable.push(k));
+                    for copy in copies_of_near() {
+                        let mut hits = Vec::new();
+                        copy(part, marks_here, &pre, &mut |k| hits.push(k));
+                        assert_eq!(hits, portable, "offset {shift}, edges {with_edges}");
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn every_copy_of_the_prefix_loops_agrees() {
         use kernel::{BUCKETS, MARK_WORDS};
@@ -587,8 +1023,13 @@ mod tests {
             let part = &bytes[shift..bytes.len() - (3 - shift)];
             let counted = |copy: CountCopy| {
                 let mut t = vec![0u32; BUCKETS];
+                let mut idx = [0u32; kernel::PART];
                 if let Ok(table) = <&mut [u32; BUCKETS]>::try_from(t.as_mut_slice()) {
-                    copy(part, table);
+                    // In blocks of every length, odd ones among them.
+                    for (i, block) in part.chunks(4 * 777).enumerate() {
+                        let ahead = part.get((i + 1) * 4 * 777..).unwrap_or(&[]);
+                        copy(block, ahead, &mut idx, table);
+                    }
                 }
                 t
             };

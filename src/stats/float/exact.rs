@@ -29,7 +29,8 @@ use super::{Pass1Totals, for_each_block, histogram_counts, moments_pass, tiny_bi
 use crate::jobs::{CancelToken, Cancelled, Progress};
 use crate::stats::bins::{FloatBins, QUANTILES, nearest_rank};
 use crate::stats::kernel::{
-    BLOCK, BUCKETS, Lane, MARK_WORDS, PREFIX_BITS, Wide, count_prefixes_keys, for_each_marked_key,
+    BLOCK, BUCKETS, Lane, MARK_WORDS, PART, PREFIX_BITS, Prefilter, Specials, Wide,
+    count_prefixes_keys, for_each_marked_key,
 };
 use crate::stats::refine::{KeySource, Target, refine};
 use crate::stats::report::Sigma6;
@@ -64,12 +65,16 @@ const KEPT_TABLES: usize = 8;
 
 /// Prefix counts of one thread's chunks: 32-bit counters, spilled into
 /// 64-bit ones before any could wrap. The table goes back to [`TABLES`],
-/// cleared, when the counts are dropped.
+/// cleared, when the counts are dropped. Only the buckets in `touched` can
+/// hold counts: merging, walking and clearing look at those alone (a few
+/// thousand buckets for weights, of the million).
 struct Counts {
     table: Box<[u32]>,
     spill: Vec<u64>,
     /// Values counted in `table` since it was last spilled (or cleared).
     since: u64,
+    /// The buckets that may hold counts (empty when `start ≥ end`).
+    touched: std::ops::Range<usize>,
 }
 
 impl Counts {
@@ -79,11 +84,31 @@ impl Counts {
             table: kept.unwrap_or_else(|| vec![0u32; BUCKETS].into_boxed_slice()),
             spill: Vec::new(),
             since: 0,
+            touched: 0..0,
         }
     }
 
     fn table(&mut self) -> Option<&mut [u32; BUCKETS]> {
         <&mut [u32; BUCKETS]>::try_from(&mut *self.table).ok()
+    }
+
+    /// Records which buckets the values summed in `sp` fall in: those of
+    /// its range, and every bucket when it holds NaN or ±Inf (their
+    /// buckets lie at both ends).
+    fn touch<T: FloatLane>(&mut self, sp: &Specials) {
+        let touched = if sp.nan + sp.pos_inf + sp.neg_inf > 0 {
+            0..BUCKETS
+        } else if sp.min <= sp.max {
+            let low = low_bits::<T>();
+            // ±0 compare equal: the range takes −0's bucket below and +0's
+            // above.
+            let lo = T::from_f64(if sp.min == 0.0 { -0.0 } else { sp.min }).key() >> low;
+            let hi = T::from_f64(if sp.max == 0.0 { 0.0 } else { sp.max }).key() >> low;
+            usize::try_from(lo).unwrap_or(0)..usize::try_from(hi).map_or(BUCKETS, |h| h + 1)
+        } else {
+            return;
+        };
+        self.touched = union(&self.touched, &touched);
     }
 
     /// Makes room for `n` more values.
@@ -98,8 +123,11 @@ impl Counts {
         if self.spill.is_empty() {
             self.spill = vec![0; BUCKETS];
         }
-        for (s, t) in self.spill.iter_mut().zip(self.table.iter_mut()) {
-            *s += u64::from(std::mem::take(t));
+        let r = self.touched.clone();
+        if let (Some(s), Some(t)) = (self.spill.get_mut(r.clone()), self.table.get_mut(r)) {
+            for (s, t) in s.iter_mut().zip(t) {
+                *s += u64::from(std::mem::take(t));
+            }
         }
         self.since = 0;
     }
@@ -110,8 +138,11 @@ impl Counts {
             self.spill_all();
             other.spill_all();
         }
-        if other.since > 0 {
-            for (a, b) in self.table.iter_mut().zip(other.table.iter_mut()) {
+        let r = other.touched.clone();
+        if other.since > 0
+            && let (Some(a), Some(b)) = (self.table.get_mut(r.clone()), other.table.get_mut(r))
+        {
+            for (a, b) in a.iter_mut().zip(b) {
                 *a += std::mem::take(b);
             }
         }
@@ -126,6 +157,7 @@ impl Counts {
         }
         self.since += other.since;
         other.since = 0;
+        self.touched = union(&self.touched, &other.touched);
         self
     }
 
@@ -136,11 +168,24 @@ impl Counts {
     }
 }
 
+/// The smallest range holding both (an empty one holds nothing).
+fn union(a: &std::ops::Range<usize>, b: &std::ops::Range<usize>) -> std::ops::Range<usize> {
+    if a.is_empty() {
+        b.clone()
+    } else if b.is_empty() {
+        a.clone()
+    } else {
+        a.start.min(b.start)..a.end.max(b.end)
+    }
+}
+
 impl Drop for Counts {
     fn drop(&mut self) {
         // Counts read to the end with `take` are already clear.
-        if self.since > 0 {
-            self.table.fill(0);
+        if self.since > 0
+            && let Some(t) = self.table.get_mut(self.touched.clone())
+        {
+            t.fill(0);
         }
         if self.table.len() == BUCKETS
             && let Ok(mut kept) = TABLES.lock()
@@ -188,11 +233,14 @@ pub(crate) fn stats<V: View>(
             };
             if let Some((Wide::F32, raw)) = view.raw(range.clone()) {
                 let tiny = tiny_bits(tiny);
-                for block in raw.chunks(4 * BLOCK) {
+                let step = 4 * BLOCK;
+                let mut idx = [0u32; PART];
+                for (i, block) in raw.chunks(step).enumerate() {
+                    let next = raw.get((i + 1) * step..).unwrap_or(&[]);
                     let (sp, m) = block_wide(Wide::F32, block, tiny);
                     acc.specials.merge(&sp);
                     acc.moments.merge(&m);
-                    count_prefixes_f32(block, table);
+                    count_prefixes_f32(block, next.get(..step).unwrap_or(next), &mut idx, table);
                 }
             } else {
                 let mut keys = [0u64; BLOCK];
@@ -206,6 +254,7 @@ pub(crate) fn stats<V: View>(
                     count_prefixes_keys(keys.get(..vals.len()).unwrap_or(&[]), key_bits, table);
                 });
             }
+            counts.touch::<V::T>(&acc.specials);
             progress.add(bytes);
         },
         |(mut a, ca), (b, cb)| {
@@ -236,7 +285,7 @@ pub(crate) fn stats<V: View>(
     let mut located: Vec<Located> = Vec::new();
     let mut next_rank = 0;
     let mut below = 0u64;
-    for p in 0..BUCKETS {
+    for p in counts.touched.clone() {
         let c = counts.take(p);
         if c == 0 {
             continue;
@@ -313,6 +362,15 @@ pub(crate) fn stats<V: View>(
         straddling.clear();
     }
     let marked = Marked::new::<V::T>(&straddling, &kept, &cut, &bins, sp.min, sp.max);
+    // The vector filters' first test, for f32 values: the straddling
+    // buckets by their nearness to an edge, the others by the bloom.
+    let prefilter = if V::T::KEY_BITS == 32 && !bins.guess_params().2 {
+        let others: Vec<u32> = kept.iter().chain(&cut).copied().collect();
+        let edges = (!straddling.is_empty()).then(|| (bins.edges(), sp.min, sp.max));
+        Prefilter::new(edges, &others)
+    } else {
+        None
+    };
     let Ok(marks) = <&[u64; MARK_WORDS]>::try_from(marked.words.as_slice()) else {
         return Ok(stats);
     };
@@ -350,7 +408,7 @@ pub(crate) fn stats<V: View>(
                 }
             };
             if let Some((Wide::F32, raw)) = view.raw(range.clone()) {
-                for_each_marked_f32(raw, marks, &mut hit);
+                for_each_marked_f32(raw, marks, prefilter.as_ref(), &mut hit);
             } else {
                 let mut keys = [0u64; BLOCK];
                 for_each_block(view, range, |vals| {

@@ -38,6 +38,8 @@ pub(crate) trait FloatLane: Lane {
     fn field(self) -> usize;
     /// The inverse of [`FloatLane::key`].
     fn from_key(key: u64) -> Self;
+    /// A value of the type (exact for the range of a view's values).
+    fn from_f64(x: f64) -> Self;
 }
 
 impl FloatLane for f32 {
@@ -88,6 +90,10 @@ impl FloatLane for f32 {
             k & 0x7fff_ffff
         })
     }
+    #[allow(clippy::cast_possible_truncation)]
+    fn from_f64(x: f64) -> f32 {
+        x as f32
+    }
 }
 
 impl FloatLane for f64 {
@@ -120,6 +126,9 @@ impl FloatLane for f64 {
         } else {
             key & !(1 << 63)
         })
+    }
+    fn from_f64(x: f64) -> f64 {
+        x
     }
 }
 

@@ -26,28 +26,60 @@ pub(crate) fn key32(bits: u32) -> u32 {
 }
 
 /// Counts the key prefixes of little-endian f32 values. Wrapping adds:
-/// the caller keeps every counter below 2^32.
+/// the caller keeps every counter below 2^32. While it counts it asks for
+/// the bytes of `ahead` (the next block) a cache line per 16 values, so
+/// that they arrive while this block is counted, without filling the
+/// CPU's queue of misses at once.
 // Inlined into the vector copies of [`crate::stats::simd`], which compile it
 // once more for their targets.
 #[allow(clippy::inline_always)]
 #[inline(always)]
-pub(crate) fn count_prefixes_f32(bytes: &[u8], table: &mut [u32; BUCKETS]) {
+pub(crate) fn count_prefixes_f32(
+    bytes: &[u8],
+    ahead: &[u8],
+    idx: &mut [u32; PART],
+    table: &mut [u32; BUCKETS],
+) {
     let (vals, _) = bytes.as_chunks::<4>();
+    let mut lines = ahead.chunks(64);
+    let mut add = |i: u32| {
+        let c = &mut table[i as usize & (BUCKETS - 1)];
+        *c = c.wrapping_add(1);
+    };
     // The keys of a whole part first (a loop the compiler vectorises), then
     // the adds: a part long enough that the vector stores of its keys have
     // left the store buffer before the adds load them one by one (a load
-    // from a store still in flight would stall on its forwarding).
-    let mut idx = [0u32; 1024];
-    for part in vals.chunks(1024) {
+    // from a store still in flight would stall on its forwarding). The
+    // adds take the part's two halves in turn: two neighbours of a half
+    // fall in the same bucket far more often than values a half apart, and
+    // an add that waits for the one before it to reach memory stalls.
+    // `idx` is the caller's, so that it is not cleared for every block.
+    for part in vals.chunks(PART) {
         for (o, c) in idx.iter_mut().zip(part) {
             *o = key32(u32::from_le_bytes(*c)) >> LOW32;
         }
-        for &i in idx.iter().take(part.len()) {
-            let c = &mut table[i as usize & (BUCKETS - 1)];
-            *c = c.wrapping_add(1);
+        let keys = idx.get(..part.len()).unwrap_or(&[]);
+        let (a, b) = keys.split_at(keys.len() / 2);
+        for (a8, b8) in a.chunks(8).zip(b.chunks(8)) {
+            if let Some(line) = lines.next() {
+                crate::stats::simd::prefetch(line);
+            }
+            for (&x, &y) in a8.iter().zip(b8) {
+                add(x);
+                add(y);
+            }
+        }
+        // The last key of an odd part.
+        if b.len() > a.len()
+            && let Some(&last) = b.last()
+        {
+            add(last);
         }
     }
 }
+
+/// Values whose keys [`count_prefixes_f32`] computes before it adds them.
+pub(crate) const PART: usize = 2048;
 
 /// Counts the prefixes of keys of `key_bits` significant bits.
 pub(crate) fn count_prefixes_keys(keys: &[u64], key_bits: u32, table: &mut [u32; BUCKETS]) {
@@ -61,7 +93,7 @@ pub(crate) fn count_prefixes_keys(keys: &[u64], key_bits: u32, table: &mut [u32;
 /// Whether bucket `p` is marked.
 #[allow(clippy::inline_always)]
 #[inline(always)]
-fn marked(marks: &[u64; MARK_WORDS], p: u32) -> bool {
+pub(crate) fn marked(marks: &[u64; MARK_WORDS], p: u32) -> bool {
     (marks[(p >> 6) as usize & (MARK_WORDS - 1)] >> (p & 63)) & 1 != 0
 }
 
@@ -105,5 +137,113 @@ pub(crate) fn for_each_marked_key(
         if marked(marks, (k >> shift) as u32) {
             hit(k);
         }
+    }
+}
+
+/// Bits of [`Prefilter::bloom`].
+pub(crate) const BLOOM_BITS: u32 = 1024;
+
+/// What the vector copies of the filter test before the bitmap, so that
+/// they look up the bitmap only for the few values that may be marked (a
+/// gather per value is what the filter cost, and on some CPUs gathers are
+/// slow).
+///
+/// Two tests, either enough to make a value a candidate:
+///
+/// * *near an edge*: `t = (x − origin)·scale` is the value in bins from
+///   the first edge, computed in f32; `|t − round(t)| ≤ |x|·slope + margin`.
+///   Every value of a bucket that holds an inner edge passes it: the
+///   bucket is narrower than `|x|·2^−11` (or `2^−137` below the normal
+///   range), and `margin` covers the f32 roundings of `t`, the f64
+///   roundings of the edges and those of the test itself (see
+///   [`Prefilter::new`]).
+/// * *in the bloom*: bit `prefix mod 1024` is set for each marked bucket
+///   that the first test is not known to catch (a quantile's bucket, one
+///   a 6σ threshold cuts).
+///
+/// A candidate is then kept only if its bucket is marked, so every copy
+/// calls `hit` with exactly the keys the portable filter does.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Prefilter {
+    pub origin: f32,
+    pub scale: f32,
+    pub slope: f32,
+    pub margin: f32,
+    pub bloom: [u32; 32],
+}
+
+impl Prefilter {
+    /// A prefilter for the marked buckets `others` (sorted or not) and,
+    /// when `edges` is given, every bucket holding an inner edge of those
+    /// bins over `[min, max]`, the range of the values. `None` when the
+    /// near test cannot be made sound in f32 arithmetic (a range beyond
+    /// f32, bins narrow next to f32's precision): the caller filters by the
+    /// bitmap alone.
+    pub(crate) fn new(edges: Option<(&[f64], f64, f64)>, others: &[u32]) -> Option<Self> {
+        let mut bloom = [0u32; 32];
+        for &p in others {
+            let i = p % BLOOM_BITS;
+            if let Some(w) = bloom.get_mut((i / 32) as usize) {
+                *w |= 1 << (i % 32);
+            }
+        }
+        let Some((edges, min, max)) = edges else {
+            // No near test: |t − round(t)| ≥ 0 > −1, and NaN fails.
+            return Some(Self {
+                origin: 0.0,
+                scale: 0.0,
+                slope: 0.0,
+                margin: -1.0,
+                bloom,
+            });
+        };
+        let bins = edges.len().checked_sub(1).filter(|&b| b > 0)? as f64;
+        let range = max - min;
+        // The value's f32 rounding of `x − origin` must not overflow, and
+        // `origin` is the exact minimum.
+        if !(range > 0.0 && range <= f64::from(f32::MAX) && f64::from(min as f32) == min) {
+            return None;
+        }
+        let exact_scale = bins / range;
+        let scale = exact_scale as f32;
+        // How far each edge is from its ideal place, in bins (measured,
+        // plus the rounding of the measure).
+        let edge_error = edges
+            .iter()
+            .enumerate()
+            .map(|(i, &e)| ((e - min) * exact_scale - i as f64).abs())
+            .fold(0.0f64, f64::max)
+            + bins * 2f64.powi(-50);
+        // |t − t*| ≤ 4·2^−24·|t*| and |t*| ≤ bins for values in range;
+        // a bucket below the normal range is narrower than 2^−137.
+        let rest = bins * 2f64.powi(-22) + exact_scale * 2f64.powi(-137) + edge_error;
+        let margin = (2.0 * rest + 2f64.powi(-140)) as f32;
+        // The slope rounded up with room for the two f32 roundings of
+        // `|x|·slope + margin`.
+        let slope = (exact_scale * 2f64.powi(-11) * (1.0 + 2f64.powi(-18))) as f32;
+        let slope = f32::from_bits(slope.to_bits() + 1);
+        let sound = scale.is_finite()
+            && scale > 0.0
+            && slope.is_finite()
+            && margin.is_finite()
+            && f64::from(margin) < 0.25;
+        sound.then_some(Self {
+            origin: min as f32,
+            scale,
+            slope,
+            margin,
+            bloom,
+        })
+    }
+
+    /// Whether the portable form of the two tests passes `x` (what the
+    /// vector copies compute, lane by lane; the tests check it).
+    #[cfg(test)]
+    pub(crate) fn passes(&self, x: f32) -> bool {
+        let t = (x - self.origin) * self.scale;
+        let near = (t - t.round_ties_even()).abs() <= x.abs() * self.slope + self.margin;
+        let p = key32(x.to_bits()) >> LOW32;
+        let i = p % BLOOM_BITS;
+        near || (self.bloom[(i / 32) as usize] >> (i % 32)) & 1 != 0
     }
 }

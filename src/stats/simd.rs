@@ -195,10 +195,9 @@ mod x86 {
         _mm256_permutevar8x32_epi32, _mm256_round_ps, _mm256_srai_epi32, _mm256_srli_epi32,
         _mm256_srlv_epi32, _mm256_sub_ps, _mm256_xor_si256, _mm512_and_si512, _mm512_castps_si512,
         _mm512_castsi512_ps, _mm512_cmp_ps_mask, _mm512_fmadd_ps, _mm512_loadu_ps,
-        _mm512_maskz_compress_epi32, _mm512_mul_ps, _mm512_or_si512, _mm512_permutex2var_epi32,
-        _mm512_reduce_ps, _mm512_set1_epi32, _mm512_set1_ps, _mm512_srai_epi32, _mm512_srli_epi32,
-        _mm512_srlv_epi32, _mm512_storeu_si512, _mm512_sub_ps, _mm512_test_epi32_mask,
-        _mm512_xor_si512,
+        _mm512_maskz_compress_epi32, _mm512_mul_ps, _mm512_permutex2var_epi32, _mm512_reduce_ps,
+        _mm512_rorv_epi32, _mm512_set1_epi32, _mm512_set1_ps, _mm512_srli_epi32,
+        _mm512_storeu_si512, _mm512_sub_ps, _mm512_test_epi32_mask,
     };
 
     use super::F32Lanes;
@@ -252,16 +251,12 @@ mod x86 {
     /// Candidates of one block of the prefiltered filter.
     const CANDIDATES: usize = 1024;
 
-    /// The keys of `vals` (16 each) that pass the prefilter's tests, as
-    /// 16 lanes of u32, and the mask of those that pass.
+    /// The bits of 16 values, and the mask of those that pass the
+    /// prefilter's tests.
     #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
     #[inline]
     fn pass_512(v: __m512, pre: &Prefilter512) -> (__m512i, u16) {
         let bits = _mm512_castps_si512(v);
-        let key = _mm512_xor_si512(
-            bits,
-            _mm512_or_si512(_mm512_srai_epi32::<31>(bits), pre.sign),
-        );
         // Near an edge: |t − round(t)| ≤ |x|·slope + margin.
         let t = _mm512_mul_ps(_mm512_sub_ps(v, pre.origin), pre.scale);
         let frac = _mm512_and_si512(
@@ -271,13 +266,17 @@ mod x86 {
         let abs = _mm512_castsi512_ps(_mm512_and_si512(bits, pre.magnitude));
         let limit = _mm512_fmadd_ps(abs, pre.slope, pre.margin);
         let near = _mm512_cmp_ps_mask::<_CMP_LE_OQ>(_mm512_castsi512_ps(frac), limit);
-        // In the bloom: bit (prefix mod 1024) of 32 words in two registers.
-        let index = _mm512_and_si512(_mm512_srli_epi32::<LOW32>(key), pre.index_mask);
-        let word =
-            _mm512_permutex2var_epi32(pre.bloom[0], _mm512_srli_epi32::<5>(index), pre.bloom[1]);
-        let bit = _mm512_srlv_epi32(word, _mm512_and_si512(index, pre.bit_mask));
+        // In the bloom: bit `(bits >> 12) mod 1024` of 32 words in two
+        // registers (the permute reads the low 5 bits of its index, the
+        // rotation its count mod 32).
+        let word = _mm512_permutex2var_epi32(
+            pre.bloom[0],
+            _mm512_srli_epi32::<{ LOW32 + 5 }>(bits),
+            pre.bloom[1],
+        );
+        let bit = _mm512_rorv_epi32(word, _mm512_srli_epi32::<LOW32>(bits));
         let bloom = _mm512_test_epi32_mask(bit, pre.one);
-        (key, near | bloom)
+        (bits, near | bloom)
     }
 
     /// A [`Prefilter`] in AVX-512 registers.
@@ -287,10 +286,7 @@ mod x86 {
         slope: __m512,
         margin: __m512,
         bloom: [__m512i; 2],
-        sign: __m512i,
         magnitude: __m512i,
-        index_mask: __m512i,
-        bit_mask: __m512i,
         one: __m512i,
     }
 
@@ -316,10 +312,7 @@ mod x86 {
             slope: _mm512_set1_ps(pre.slope),
             margin: _mm512_set1_ps(pre.margin),
             bloom: [half(0), half(1)],
-            sign: _mm512_set1_epi32(i32::MIN),
             magnitude: _mm512_set1_epi32(0x7fff_ffff),
-            index_mask: _mm512_set1_epi32(BLOOM_BITS as i32 - 1),
-            bit_mask: _mm512_set1_epi32(31),
             one: _mm512_set1_epi32(1),
         };
         let mut found = [0u32; CANDIDATES + 16];
@@ -339,8 +332,8 @@ mod x86 {
                 // alignment requirement.
                 #[allow(clippy::cast_ptr_alignment)]
                 let v = unsafe { _mm512_loadu_ps(g.as_ptr().cast::<f32>()) };
-                let (key, mask) = pass_512(v, &regs);
-                let packed = _mm512_maskz_compress_epi32(mask, key);
+                let (bits, mask) = pass_512(v, &regs);
+                let packed = _mm512_maskz_compress_epi32(mask, bits);
                 // At most CANDIDATES − 16 were stored before this group, so
                 // the 16 lanes fit.
                 if let Some(slot) = found.get_mut(n..n + 16) {
@@ -349,7 +342,8 @@ mod x86 {
                 }
                 n += mask.count_ones() as usize;
             }
-            for &k in found.get(..n).unwrap_or(&[]) {
+            for &b in found.get(..n).unwrap_or(&[]) {
+                let k = kernel::key32(b);
                 if kernel::marked(marks, k >> LOW32) {
                     hit(u64::from(k));
                 }
@@ -410,7 +404,7 @@ mod x86 {
             let abs = _mm256_castsi256_ps(_mm256_and_si256(bits, magnitude));
             let limit = _mm256_add_ps(_mm256_mul_ps(abs, slope), margin);
             let near = _mm256_cmp_ps::<_CMP_LE_OQ>(_mm256_castsi256_ps(frac), limit);
-            let index = _mm256_and_si256(_mm256_srli_epi32::<{ LOW32 as i32 }>(key), index_mask);
+            let index = _mm256_and_si256(_mm256_srli_epi32::<{ LOW32 as i32 }>(bits), index_mask);
             let word_index = _mm256_srli_epi32::<5>(index);
             // Bits 8 and 9 of the index pick the register: blends by sign.
             let pick = |a: __m256i, b: __m256i, shift: __m256i| {

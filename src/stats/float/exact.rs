@@ -220,13 +220,29 @@ pub(crate) fn stats<V: View>(
     let tiny = view.smallest_normal();
     let key_bits = V::T::KEY_BITS;
     // Pass 1: specials, moments and prefix counts.
-    let (totals, mut counts) = par_chunks(
+    // One table per thread of the pool rather than per piece of work that
+    // the pool splits off: the tables are merged once per thread, not once
+    // per split (a merge adds every bucket the values' range spans, which
+    // for values around zero is half the table).
+    let tables: Vec<Mutex<Option<Counts>>> = (0..rayon::current_num_threads().max(1))
+        .map(|_| Mutex::new(None))
+        .collect();
+    let totals = par_chunks(
         n,
         chunk,
         cancel,
-        || (Pass1Totals::default(), Counts::new()),
-        |(acc, counts), range| {
+        Pass1Totals::default,
+        |acc, range| {
             let bytes = (range.end - range.start) * view.element_bytes();
+            // A thread outside the pool (a single chunk runs on the caller)
+            // takes the first table; the lock makes any sharing safe.
+            let slot = rayon::current_thread_index()
+                .and_then(|i| tables.get(i))
+                .or(tables.first());
+            let Some(mut guard) = slot.and_then(|m| m.lock().ok()) else {
+                return;
+            };
+            let counts = guard.get_or_insert_with(Counts::new);
             counts.reserve(range.end - range.start);
             let Some(table) = counts.table() else {
                 return;
@@ -257,11 +273,16 @@ pub(crate) fn stats<V: View>(
             counts.touch::<V::T>(&acc.specials);
             progress.add(bytes);
         },
-        |(mut a, ca), (b, cb)| {
+        |mut a, b| {
             a.merge(&b);
-            (a, ca.merge(cb))
+            a
         },
     )?;
+    let mut counts = tables
+        .into_iter()
+        .filter_map(|m| m.into_inner().ok().flatten())
+        .reduce(Counts::merge)
+        .unwrap_or_else(Counts::new);
     let mut stats = totals.value_stats(n);
     let finite = stats.finite;
     let sp = totals.specials;

@@ -143,6 +143,15 @@ pub(crate) fn for_each_marked_key(
 /// Bits of [`Prefilter::bloom`].
 pub(crate) const BLOOM_BITS: u32 = 1024;
 
+/// The bloom bit of the values of bucket `p`: the low bits of their raw
+/// bits' prefix (the vector copies test the raw bits, with no key made),
+/// which for a negative value are the key's flipped.
+fn bloom_index(p: u32) -> u32 {
+    let positive = p >> (PREFIX_BITS - 1) & 1 == 1;
+    let low = p % BLOOM_BITS;
+    if positive { low } else { BLOOM_BITS - 1 - low }
+}
+
 /// What the vector copies of the filter test before the bitmap, so that
 /// they look up the bitmap only for the few values that may be marked (a
 /// gather per value is what the filter cost, and on some CPUs gathers are
@@ -157,7 +166,8 @@ pub(crate) const BLOOM_BITS: u32 = 1024;
 ///   range), and `margin` covers the f32 roundings of `t`, the f64
 ///   roundings of the edges and those of the test itself (see
 ///   [`Prefilter::new`]).
-/// * *in the bloom*: bit `prefix mod 1024` is set for each marked bucket
+/// * *in the bloom*: bit `(bits >> 12) mod 1024` of the value's raw bits
+///   is set for each marked bucket
 ///   that the first test is not known to catch (a quantile's bucket, one
 ///   a 6σ threshold cuts).
 ///
@@ -182,7 +192,7 @@ impl Prefilter {
     pub(crate) fn new(edges: Option<(&[f64], f64, f64)>, others: &[u32]) -> Option<Self> {
         let mut bloom = [0u32; 32];
         for &p in others {
-            let i = p % BLOOM_BITS;
+            let i = bloom_index(p);
             if let Some(w) = bloom.get_mut((i / 32) as usize) {
                 *w |= 1 << (i % 32);
             }
@@ -242,8 +252,7 @@ impl Prefilter {
     pub(crate) fn passes(&self, x: f32) -> bool {
         let t = (x - self.origin) * self.scale;
         let near = (t - t.round_ties_even()).abs() <= x.abs() * self.slope + self.margin;
-        let p = key32(x.to_bits()) >> LOW32;
-        let i = p % BLOOM_BITS;
+        let i = (x.to_bits() >> LOW32) % BLOOM_BITS;
         near || (self.bloom[(i / 32) as usize] >> (i % 32)) & 1 != 0
     }
 }

@@ -191,10 +191,10 @@ pub fn run(args: &StatsArgs, out: &mut Output) -> i32 {
     let mut doc = Streamed::new(json, path_string(ck.path()), args.bins);
     let result = with_progress_bar(&progress, started, || match &quant {
         Some(q) => scan_dequant_each(&ck, q, &selection, &options, &cancel, &progress, &mut |e| {
-            doc.entry(out, &e);
+            doc.entry(out, e);
         }),
         None => scan_each(&ck, &selection, &options, &cancel, &progress, &mut |t| {
-            doc.tensor(out, &t);
+            doc.tensor(out, t);
         }),
     });
     let summary = match result {
@@ -236,15 +236,23 @@ pub fn run(args: &StatsArgs, out: &mut Output) -> i32 {
 /// at a time. An error after the first tensor closes the document with an
 /// `error` member in place of the summary, so stdout still holds one JSON
 /// document.
+///
+/// The JSON of a tensor (a histogram's hundreds of numbers) costs more than
+/// scanning a small tensor, so tensors wait in `pending` (a bounded number,
+/// see [`Streamed::room`]) and are encoded a run at a time on every core,
+/// then written in order.
 struct Streamed {
     json: bool,
     path: String,
     bins: u64,
     /// Tensors written so far.
     written: usize,
-    /// The JSON of the tensor being written, kept for the next one.
-    buf: Vec<u8>,
+    /// Tensors received and not yet written (JSON only).
+    pending: Vec<Entry>,
 }
+
+/// Bytes of JSON that the pending tensors may take at most, about.
+const PENDING_BYTES: u64 = 32 << 20;
 
 impl Streamed {
     fn new(json: bool, path: String, bins: u64) -> Self {
@@ -253,13 +261,22 @@ impl Streamed {
             path,
             bins,
             written: 0,
-            buf: Vec::new(),
+            pending: Vec::new(),
         }
     }
 
-    /// True once the document's opening is on stdout.
+    /// True once a tensor was received: the document is under way.
     fn started(&self) -> bool {
-        self.written > 0
+        self.written > 0 || !self.pending.is_empty()
+    }
+
+    /// Tensors that may wait: as many as `PENDING_BYTES` of JSON of
+    /// tensors with `bins` bins hold (at least one, at most 1024).
+    fn room(&self) -> usize {
+        let per_tensor = self.bins.saturating_mul(24).saturating_add(4096);
+        usize::try_from(PENDING_BYTES / per_tensor)
+            .unwrap_or(1)
+            .clamp(1, 1024)
     }
 
     /// The document's opening, up to the tensors array.
@@ -271,22 +288,22 @@ impl Streamed {
         )
     }
 
-    fn tensor(&mut self, out: &mut Output, t: &TensorStats) {
+    fn tensor(&mut self, out: &mut Output, t: TensorStats) {
         if !self.json {
-            out.text(&tensor_text(t));
+            out.text(&tensor_text(&t));
             self.written += 1;
             return;
         }
-        self.json_item(out, t);
+        self.push(out, Entry::Plain(Box::new(t)));
     }
 
     /// An entry of a dequantized scan.
-    fn entry(&mut self, out: &mut Output, e: &Entry) {
+    fn entry(&mut self, out: &mut Output, e: Entry) {
         if self.json {
-            self.json_item(out, e);
+            self.push(out, e);
             return;
         }
-        let text = match e {
+        let text = match &e {
             Entry::Plain(t) => tensor_text(t),
             Entry::Logical(l) => logical_text(l),
             Entry::Undecoded(u) => format!(
@@ -301,21 +318,41 @@ impl Streamed {
         self.written += 1;
     }
 
-    fn json_item<T: Serialize>(&mut self, out: &mut Output, t: &T) {
-        let mut buf = std::mem::take(&mut self.buf);
-        buf.clear();
-        if self.written == 0 {
-            buf.extend_from_slice(self.head().as_bytes());
-        } else {
-            buf.push(b',');
+    fn push(&mut self, out: &mut Output, e: Entry) {
+        self.pending.push(e);
+        if self.pending.len() >= self.room() {
+            self.flush(out);
         }
-        buf.extend_from_slice(b"\n    ");
-        if let Err(e) = pretty_at(&mut buf, t, 2) {
-            eprintln!("tensorscope: cannot encode JSON: {e}");
+    }
+
+    /// Encodes the pending tensors in parallel and writes them in order.
+    fn flush(&mut self, out: &mut Output) {
+        use rayon::prelude::*;
+        if self.pending.is_empty() {
+            return;
         }
-        out.bytes(&buf);
-        self.buf = buf;
-        self.written += 1;
+        let pending = std::mem::take(&mut self.pending);
+        let encoded: Vec<Vec<u8>> = pending
+            .par_iter()
+            .map(|e| {
+                let mut buf = Vec::with_capacity(4096);
+                buf.extend_from_slice(b",\n    ");
+                if let Err(e) = pretty_at(&mut buf, e, 2) {
+                    eprintln!("tensorscope: cannot encode JSON: {e}");
+                }
+                buf
+            })
+            .collect();
+        for buf in &encoded {
+            if self.written == 0 {
+                out.bytes(self.head().as_bytes());
+                // The first tensor has no comma before it.
+                out.bytes(buf.get(1..).unwrap_or(&[]));
+            } else {
+                out.bytes(buf);
+            }
+            self.written += 1;
+        }
     }
 
     /// The rest of the document after the tensors: `key` and its value.
@@ -335,12 +372,13 @@ impl Streamed {
     }
 
     fn finish(
-        self,
+        mut self,
         out: &mut Output,
         summary: &Summary,
         verdict: Option<&FailOnDoc>,
         elapsed: Duration,
     ) {
+        self.flush(out);
         if self.json {
             /// The summary with the verdict last, its own fields in order.
             #[derive(Serialize)]
@@ -379,7 +417,8 @@ impl Streamed {
     }
 
     /// Ends a document already under way with `error` (exit code 2).
-    fn fail(self, out: &mut Output, error: &ErrorDoc) -> i32 {
+    fn fail(mut self, out: &mut Output, error: &ErrorDoc) -> i32 {
+        self.flush(out);
         if self.json {
             out.bytes(&self.close("error", error));
         }
@@ -679,12 +718,12 @@ mod tests {
         }
     }
 
-    fn streamed(tensors: &[TensorStats], summary: &Summary, json: bool) -> String {
+    fn streamed(tensors: &[TensorStats], summary: &Summary, json: bool, bins: u64) -> String {
         let sink = Shared::default();
         let mut out = Output::to_writer(Box::new(sink.clone()));
-        let mut doc = Streamed::new(json, "dir/m \"q\".safetensors".into(), 64);
+        let mut doc = Streamed::new(json, "dir/m \"q\".safetensors".into(), bins);
         for t in tensors {
-            doc.tensor(&mut out, t);
+            doc.tensor(&mut out, t.clone());
         }
         doc.finish(&mut out, summary, None, Duration::from_millis(1));
         assert!(!out.failed(), "flushed");
@@ -693,7 +732,8 @@ mod tests {
     }
 
     /// The streamed document is byte for byte the one document
-    /// pretty-printed whole, with none, one and several tensors.
+    /// pretty-printed whole (as every verb prints its document), with none,
+    /// one and several tensors.
     #[test]
     fn the_streamed_document_is_the_whole_document() {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -725,23 +765,34 @@ mod tests {
             &Progress::new(),
         )
         .expect("scan");
-        for n in [0, 1, 3] {
-            let tensors = &report.tensors[..n];
-            let whole = serde_json::to_string_pretty(&StatsDoc {
-                path: "dir/m \"q\".safetensors".into(),
-                bins: 64,
-                tensors,
-                summary: &report.summary,
-            })
-            .expect("JSON")
-                + "\n";
-            assert_eq!(
-                streamed(tensors, &report.summary, true),
-                whole,
-                "{n} tensors"
-            );
+        // 64 bins: the tensors wait and are written together at the end;
+        // 2^20: each is written as it comes (one fits the pending bytes).
+        for bins in [64, 1 << 20] {
+            let doc = Streamed::new(true, String::new(), bins);
+            assert_eq!(doc.room(), if bins == 64 { 1024 } else { 1 });
+            for n in [0, 1, 3] {
+                let tensors = &report.tensors[..n];
+                let mut whole = Vec::new();
+                crate::cli::output::pretty_at(
+                    &mut whole,
+                    &StatsDoc {
+                        path: "dir/m \"q\".safetensors".into(),
+                        bins,
+                        tensors,
+                        summary: &report.summary,
+                    },
+                    0,
+                )
+                .expect("JSON");
+                let whole = String::from_utf8(whole).expect("UTF-8") + "\n";
+                assert_eq!(
+                    streamed(tensors, &report.summary, true, bins),
+                    whole,
+                    "{n} tensors, {bins} bins"
+                );
+            }
         }
-        let text = streamed(&report.tensors, &report.summary, false);
+        let text = streamed(&report.tensors, &report.summary, false, 64);
         assert!(
             text.starts_with("a  F16  [4, 8]") && text.contains("3 tensors"),
             "{text}"
@@ -751,7 +802,7 @@ mod tests {
         let mut out = Output::to_writer(Box::new(sink.clone()));
         let mut doc = Streamed::new(true, "m".into(), 64);
         for t in &report.tensors[..2] {
-            doc.tensor(&mut out, t);
+            doc.tensor(&mut out, t.clone());
         }
         let error = ErrorDoc {
             kind: "Changed".into(),

@@ -239,16 +239,19 @@ pub fn run(args: &StatsArgs, out: &mut Output) -> i32 {
 ///
 /// The JSON of a tensor (a histogram's hundreds of numbers) costs more than
 /// scanning a small tensor, so tensors wait in `pending` (a bounded number,
-/// see [`Streamed::room`]) and are encoded a run at a time on every core,
-/// then written in order.
+/// see [`Streamed::room`]) and are encoded a run at a time on every core of
+/// the pool while the scan goes on; each run is written, in order, when the
+/// next one is handed over (at most one run is being encoded).
 struct Streamed {
     json: bool,
     path: String,
     bins: u64,
     /// Tensors written so far.
     written: usize,
-    /// Tensors received and not yet written (JSON only).
+    /// Tensors received and not yet handed over to be encoded (JSON only).
     pending: Vec<Entry>,
+    /// The run being encoded: its JSON arrives here.
+    encoding: Option<std::sync::mpsc::Receiver<Vec<Vec<u8>>>>,
 }
 
 /// Bytes of JSON that the pending tensors may take at most, about.
@@ -262,12 +265,13 @@ impl Streamed {
             bins,
             written: 0,
             pending: Vec::new(),
+            encoding: None,
         }
     }
 
     /// True once a tensor was received: the document is under way.
     fn started(&self) -> bool {
-        self.written > 0 || !self.pending.is_empty()
+        self.written > 0 || !self.pending.is_empty() || self.encoding.is_some()
     }
 
     /// Tensors that may wait: as many as `PENDING_BYTES` of JSON of
@@ -321,28 +325,48 @@ impl Streamed {
     fn push(&mut self, out: &mut Output, e: Entry) {
         self.pending.push(e);
         if self.pending.len() >= self.room() {
-            self.flush(out);
+            self.hand_over(out);
         }
     }
 
-    /// Encodes the pending tensors in parallel and writes them in order.
-    fn flush(&mut self, out: &mut Output) {
-        use rayon::prelude::*;
+    /// Writes the run being encoded, then hands the pending tensors over to
+    /// be encoded on the pool (in parallel) while the caller goes on.
+    fn hand_over(&mut self, out: &mut Output) {
+        self.write_encoded(out);
         if self.pending.is_empty() {
             return;
         }
         let pending = std::mem::take(&mut self.pending);
-        let encoded: Vec<Vec<u8>> = pending
-            .par_iter()
-            .map(|e| {
-                let mut buf = Vec::with_capacity(4096);
-                buf.extend_from_slice(b",\n    ");
-                if let Err(e) = pretty_at(&mut buf, e, 2) {
-                    eprintln!("tensorscope: cannot encode JSON: {e}");
-                }
-                buf
-            })
-            .collect();
+        let (send, receive) = std::sync::mpsc::channel();
+        self.encoding = Some(receive);
+        rayon::spawn(move || {
+            use rayon::prelude::*;
+            let encoded: Vec<Vec<u8>> = pending
+                .par_iter()
+                .map(|e| {
+                    let mut buf = Vec::with_capacity(4096);
+                    buf.extend_from_slice(b",\n    ");
+                    if let Err(e) = pretty_at(&mut buf, e, 2) {
+                        eprintln!("tensorscope: cannot encode JSON: {e}");
+                    }
+                    buf
+                })
+                .collect();
+            drop(pending);
+            // The receiver waits for it; gone only if stdout was given up.
+            let _ = send.send(encoded);
+        });
+    }
+
+    /// Waits for the run being encoded, if any, and writes it.
+    fn write_encoded(&mut self, out: &mut Output) {
+        let Some(receive) = self.encoding.take() else {
+            return;
+        };
+        let Ok(encoded) = receive.recv() else {
+            eprintln!("tensorscope: cannot encode JSON: the encoder stopped");
+            return;
+        };
         for buf in &encoded {
             if self.written == 0 {
                 out.bytes(self.head().as_bytes());
@@ -353,6 +377,12 @@ impl Streamed {
             }
             self.written += 1;
         }
+    }
+
+    /// Writes every tensor received.
+    fn flush(&mut self, out: &mut Output) {
+        self.hand_over(out);
+        self.write_encoded(out);
     }
 
     /// The rest of the document after the tensors: `key` and its value.

@@ -316,7 +316,7 @@ mod x86 {
             one: _mm512_set1_epi32(1),
         };
         let mut found = [0u32; CANDIDATES + 16];
-        let (vals, tail) = bytes.as_chunks::<4>();
+        let (vals, _) = bytes.as_chunks::<4>();
         let whole = vals.len() / 16 * 16;
         let (groups, _) = vals.get(..whole).unwrap_or(&[]).as_chunks::<16>();
         let step = CANDIDATES / 16;
@@ -349,16 +349,8 @@ mod x86 {
                 }
             }
         }
-        // The last values (fewer than 16), and the bytes of a partial one
-        // (none: `as_chunks` leaves them out, as the portable filter does).
-        let rest = vals.get(whole..).unwrap_or(&[]);
-        let _ = tail;
-        for c in rest {
-            let k = kernel::key32(u32::from_le_bytes(*c));
-            if kernel::marked(marks, k >> LOW32) {
-                hit(u64::from(k));
-            }
-        }
+        // The last values (fewer than 16), as the portable filter does.
+        kernel::for_each_marked_f32(bytes.get(4 * whole..).unwrap_or(&[]), marks, hit);
     }
 
     /// [`super::for_each_marked_f32`] with a prefilter in AVX2 (and no
@@ -446,12 +438,7 @@ mod x86 {
                 }
             }
         }
-        for c in vals.get(whole..).unwrap_or(&[]) {
-            let k = kernel::key32(u32::from_le_bytes(*c));
-            if kernel::marked(marks, k >> LOW32) {
-                hit(u64::from(k));
-            }
-        }
+        kernel::for_each_marked_f32(bytes.get(4 * whole..).unwrap_or(&[]), marks, hit);
     }
 
     /// An AVX2 register of u32 lanes as an array.

@@ -166,10 +166,9 @@ fn bloom_index(p: u32) -> u32 {
 ///   range), and `margin` covers the f32 roundings of `t`, the f64
 ///   roundings of the edges and those of the test itself (see
 ///   [`Prefilter::new`]).
-/// * *in the bloom*: bit `(bits >> 12) mod 1024` of the value's raw bits
-///   is set for each marked bucket
-///   that the first test is not known to catch (a quantile's bucket, one
-///   a 6σ threshold cuts).
+/// * *in the bloom*: bit `(bits >> 12) mod 1024`, of the value's raw
+///   bits, is set for each marked bucket that the first test is not known
+///   to catch (a quantile's bucket, one a 6σ threshold cuts).
 ///
 /// A candidate is then kept only if its bucket is marked, so every copy
 /// calls `hit` with exactly the keys the portable filter does.

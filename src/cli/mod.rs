@@ -6,6 +6,7 @@ pub mod desktop;
 mod diff;
 mod export;
 mod info;
+mod json;
 mod output;
 mod quant_doc;
 mod resave;

@@ -250,9 +250,14 @@ struct Streamed {
     written: usize,
     /// Tensors received and not yet handed over to be encoded (JSON only).
     pending: Vec<Entry>,
-    /// The run being encoded: its JSON arrives here.
-    encoding: Option<std::sync::mpsc::Receiver<Vec<Vec<u8>>>>,
+    /// The run being encoded: its JSON arrives here, a buffer a slice of
+    /// the run, with the number of tensors in it.
+    encoding: Option<std::sync::mpsc::Receiver<Vec<Encoded>>>,
 }
+
+/// The JSON of a slice of a run (its tensors, each after a comma and an
+/// indent), and how many tensors it holds.
+type Encoded = (usize, Vec<u8>);
 
 /// Bytes of JSON that the pending tensors may take at most, about.
 const PENDING_BYTES: u64 = 32 << 20;
@@ -341,15 +346,24 @@ impl Streamed {
         self.encoding = Some(receive);
         rayon::spawn(move || {
             use rayon::prelude::*;
-            let encoded: Vec<Vec<u8>> = pending
-                .par_iter()
-                .map(|e| {
-                    let mut buf = Vec::with_capacity(4096);
-                    buf.extend_from_slice(b",\n    ");
-                    if let Err(e) = pretty_at(&mut buf, e, 2) {
-                        eprintln!("tensorscope: cannot encode JSON: {e}");
+            // A few slices a thread: balanced, and each one buffer (one
+            // allocation, written without a copy when it exceeds the
+            // output's buffer).
+            let slice = pending
+                .len()
+                .div_ceil(4 * rayon::current_num_threads())
+                .max(1);
+            let encoded: Vec<Encoded> = pending
+                .par_chunks(slice)
+                .map(|run| {
+                    let mut buf = Vec::with_capacity(run.len() * 4096);
+                    for e in run {
+                        buf.extend_from_slice(b",\n    ");
+                        if let Err(e) = pretty_at(&mut buf, e, 2) {
+                            eprintln!("tensorscope: cannot encode JSON: {e}");
+                        }
                     }
-                    buf
+                    (run.len(), buf)
                 })
                 .collect();
             drop(pending);
@@ -367,7 +381,7 @@ impl Streamed {
             eprintln!("tensorscope: cannot encode JSON: the encoder stopped");
             return;
         };
-        for buf in &encoded {
+        for (tensors, buf) in &encoded {
             if self.written == 0 {
                 out.bytes(self.head().as_bytes());
                 // The first tensor has no comma before it.
@@ -375,7 +389,7 @@ impl Streamed {
             } else {
                 out.bytes(buf);
             }
-            self.written += 1;
+            self.written += tensors;
         }
     }
 

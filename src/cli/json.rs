@@ -21,21 +21,73 @@ pub fn pretty_at<T: Serialize + ?Sized>(
     value: &T,
     depth: usize,
 ) -> serde_json::Result<()> {
-    let mut sink = Sink::new(std::mem::take(buf));
-    // Every byte goes through the formatter, which writes into `sink`:
-    // the serializer's own writer is never written to.
-    let result = value.serialize(&mut serde_json::Serializer::with_formatter(
-        io::sink(),
-        Nested {
-            out: &mut sink,
-            depth,
-            has_value: false,
-            arrays: Vec::new(),
-            pending: None,
-        },
-    ));
-    *buf = sink.finish();
+    let mut json = JsonBuf::from_vec(std::mem::take(buf));
+    let result = json.pretty(value, depth);
+    *buf = json.into_bytes();
     result
+}
+
+/// JSON written piece after piece into one buffer, as [`pretty_at`] writes
+/// it: for many values in a row (a run of tensors), its room is zeroed once
+/// and its state allocated once.
+pub struct JsonBuf {
+    sink: Sink,
+    arrays: Vec<Layout>,
+}
+
+impl JsonBuf {
+    pub fn with_capacity(capacity: usize) -> Self {
+        Self::from_vec(Vec::with_capacity(capacity))
+    }
+
+    fn from_vec(bytes: Vec<u8>) -> Self {
+        Self {
+            sink: Sink::new(bytes),
+            arrays: Vec::new(),
+        }
+    }
+
+    /// Bytes as they are (a separator, an indent).
+    pub fn raw(&mut self, bytes: &[u8]) {
+        self.sink.put(bytes);
+    }
+
+    /// `value` as pretty JSON nested `depth` levels deep (see [`pretty_at`]).
+    pub fn pretty<T: Serialize + ?Sized>(
+        &mut self,
+        value: &T,
+        depth: usize,
+    ) -> serde_json::Result<()> {
+        self.arrays.clear();
+        // Every byte goes through the formatter, which writes into the
+        // sink: the serializer's own writer is never written to.
+        value.serialize(&mut serde_json::Serializer::with_formatter(
+            io::sink(),
+            Nested {
+                out: &mut self.sink,
+                depth,
+                has_value: false,
+                arrays: &mut self.arrays,
+                pending: None,
+            },
+        ))
+    }
+
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.sink.finish()
+    }
+
+    /// What was written.
+    pub fn as_bytes(&self) -> &[u8] {
+        self.sink.bytes.get(..self.sink.len).unwrap_or(&[])
+    }
+
+    /// Empties the buffer for new JSON, keeping its room (already zeroed
+    /// once: reusing it costs nothing).
+    pub fn clear(&mut self) {
+        self.sink.len = 0;
+        self.sink.start = 0;
+    }
 }
 
 /// The bytes being written. Past `len`, `bytes` holds at least [`SHORT`]
@@ -223,7 +275,7 @@ struct Nested<'a> {
     depth: usize,
     has_value: bool,
     /// The layout of each open array, innermost last.
-    arrays: Vec<Layout>,
+    arrays: &'a mut Vec<Layout>,
     /// An array's first element has begun but nothing of it was written:
     /// its first write decides the layout.
     pending: Option<bool>,

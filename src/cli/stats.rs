@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use serde::Serialize;
 
+use super::json::JsonBuf;
 use super::output::{
     ErrorDoc, Output, display_name, group_digits, path_string, pretty_at, report_error,
     with_progress_bar,
@@ -253,14 +254,16 @@ struct Streamed {
     /// The run being encoded: its JSON arrives here, a buffer a slice of
     /// the run, with the number of tensors in it.
     encoding: Option<std::sync::mpsc::Receiver<Vec<Encoded>>>,
+    /// Buffers of runs already written, for the next ones.
+    spare: Vec<JsonBuf>,
 }
 
 /// The JSON of a slice of a run (its tensors, each after a comma and an
 /// indent), and how many tensors it holds.
-type Encoded = (usize, Vec<u8>);
+type Encoded = (usize, JsonBuf);
 
 /// Bytes of JSON that the pending tensors may take at most, about.
-const PENDING_BYTES: u64 = 32 << 20;
+const PENDING_BYTES: usize = 32 << 20;
 
 impl Streamed {
     fn new(json: bool, path: String, bins: u64) -> Self {
@@ -271,6 +274,7 @@ impl Streamed {
             written: 0,
             pending: Vec::new(),
             encoding: None,
+            spare: Vec::new(),
         }
     }
 
@@ -282,10 +286,12 @@ impl Streamed {
     /// Tensors that may wait: as many as `PENDING_BYTES` of JSON of
     /// tensors with `bins` bins hold (at least one, at most 1024).
     fn room(&self) -> usize {
-        let per_tensor = self.bins.saturating_mul(24).saturating_add(4096);
-        usize::try_from(PENDING_BYTES / per_tensor)
-            .unwrap_or(1)
-            .clamp(1, 1024)
+        (PENDING_BYTES / self.per_tensor()).clamp(1, 1024)
+    }
+
+    /// Bytes of JSON of a tensor with `bins` bins, about.
+    fn per_tensor(&self) -> usize {
+        usize::try_from(self.bins.saturating_mul(24).saturating_add(2048)).unwrap_or(usize::MAX)
     }
 
     /// The document's opening, up to the tensors array.
@@ -342,28 +348,38 @@ impl Streamed {
             return;
         }
         let pending = std::mem::take(&mut self.pending);
+        let per_tensor = self.per_tensor();
+        let mut spare = std::mem::take(&mut self.spare);
         let (send, receive) = std::sync::mpsc::channel();
         self.encoding = Some(receive);
         rayon::spawn(move || {
             use rayon::prelude::*;
-            // A few slices a thread: balanced, and each one buffer (one
-            // allocation, written without a copy when it exceeds the
-            // output's buffer).
+            // A few slices a thread: balanced, and each one buffer (written
+            // without a copy when it exceeds the output's buffer, and kept
+            // for a later run).
             let slice = pending
                 .len()
                 .div_ceil(4 * rayon::current_num_threads())
                 .max(1);
+            let buffers: Vec<JsonBuf> = (0..pending.len().div_ceil(slice))
+                .map(|_| {
+                    spare
+                        .pop()
+                        .unwrap_or_else(|| JsonBuf::with_capacity(slice.saturating_mul(per_tensor)))
+                })
+                .collect();
+            drop(spare);
             let encoded: Vec<Encoded> = pending
                 .par_chunks(slice)
-                .map(|run| {
-                    let mut buf = Vec::with_capacity(run.len() * 4096);
+                .zip(buffers)
+                .map(|(run, mut json)| {
                     for e in run {
-                        buf.extend_from_slice(b",\n    ");
-                        if let Err(e) = pretty_at(&mut buf, e, 2) {
+                        json.raw(b",\n    ");
+                        if let Err(e) = json.pretty(e, 2) {
                             eprintln!("tensorscope: cannot encode JSON: {e}");
                         }
                     }
-                    (run.len(), buf)
+                    (run.len(), json)
                 })
                 .collect();
             drop(pending);
@@ -381,7 +397,8 @@ impl Streamed {
             eprintln!("tensorscope: cannot encode JSON: the encoder stopped");
             return;
         };
-        for (tensors, buf) in &encoded {
+        for (tensors, mut json) in encoded {
+            let buf = json.as_bytes();
             if self.written == 0 {
                 out.bytes(self.head().as_bytes());
                 // The first tensor has no comma before it.
@@ -390,6 +407,8 @@ impl Streamed {
                 out.bytes(buf);
             }
             self.written += tensors;
+            json.clear();
+            self.spare.push(json);
         }
     }
 

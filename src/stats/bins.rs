@@ -55,9 +55,6 @@ pub(crate) struct FloatBins {
     scale: f64,
     /// Whether `max − min` overflows, so that the guess works on halves.
     halve: bool,
-    /// `[lo, hi)` of each bin, the last one's `hi` being +Inf: one load
-    /// checks a guess in the hot loop.
-    bounds: Vec<[f64; 2]>,
     /// Whether a guess whose fraction is at least [`SURE_MARGIN`] away from
     /// a whole number is certainly right (the rounding of the guess and of
     /// the edges is far smaller than the margin): false when the bins are
@@ -108,17 +105,6 @@ impl FloatBins {
         } else {
             0.0
         };
-        let bounds = (0..bins)
-            .map(|i| {
-                let lo = edges.get(i).copied().unwrap_or(max);
-                let hi = if i + 1 == bins {
-                    f64::INFINITY
-                } else {
-                    edges.get(i + 1).copied().unwrap_or(max)
-                };
-                [lo, hi]
-            })
-            .collect();
         let largest = min.abs().max(max.abs());
         let step = range / n;
         // An ulp of the largest value, in bins, must be far below the margin.
@@ -131,7 +117,6 @@ impl FloatBins {
             origin: min,
             scale,
             halve,
-            bounds,
             fast,
         }
     }
@@ -139,11 +124,6 @@ impl FloatBins {
     /// Whether [`FloatBins::guess_block`]'s unchecked guesses can be trusted.
     pub fn fast(&self) -> bool {
         self.fast
-    }
-
-    /// `[lo, hi)` of each bin (the last `hi` is +Inf).
-    pub fn bounds(&self) -> &[[f64; 2]] {
-        &self.bounds
     }
 
     /// Number of bins (at least 1: a range of one value has one bin).
@@ -154,6 +134,11 @@ impl FloatBins {
     /// The `len() + 1` edges.
     pub fn edges(&self) -> &[f64] {
         &self.edges
+    }
+
+    /// The edges, for a histogram's report.
+    pub fn into_edges(self) -> Vec<f64> {
+        self.edges
     }
 
     /// The bin of a finite value in `[min, max]`: the last `i` with

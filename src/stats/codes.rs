@@ -401,7 +401,7 @@ fn derive(dtype: Dtype, sorted: &[(u32, u64)], options: &StatsOptions) -> ValueS
                 }
             }
             Histogram {
-                edges: bins.edges().to_vec(),
+                edges: bins.into_edges(),
                 counts,
             }
         }

@@ -504,7 +504,7 @@ pub(crate) fn stats<V: View>(
     }
     stats.quantiles = Some(Quantiles(q));
     stats.histogram = Some(Histogram {
-        edges: bins.edges().to_vec(),
+        edges: bins.into_edges(),
         counts: linear,
     });
     Ok(stats)
@@ -639,7 +639,18 @@ pub(super) fn log2_of<T: FloatLane>(
     zeros: u64,
     subnormals: u64,
 ) -> crate::stats::Log2Histogram {
-    let exponents = fields.iter().enumerate().filter_map(|(field, &c)| {
+    log2_of_pairs::<T>(fields.iter().copied().enumerate(), tiny, zeros, subnormals)
+}
+
+/// The log2 histogram from `(exponent field, count)` pairs, in any order,
+/// a field possibly more than once.
+fn log2_of_pairs<T: FloatLane>(
+    pairs: impl Iterator<Item = (usize, u64)>,
+    tiny: f64,
+    zeros: u64,
+    subnormals: u64,
+) -> crate::stats::Log2Histogram {
+    let exponents = pairs.filter_map(|(field, c)| {
         let e = field as i32 - T::BIAS;
         (field > 0 && field < T::MAX_FIELD && crate::stats::moments::ldexp(1.0, e) >= tiny)
             .then_some((e, c))
@@ -673,13 +684,22 @@ fn small<V: View>(
             .count() as u64
     });
     let tiny = view.smallest_normal();
-    let mut fields = vec![0u64; V::T::MAX_FIELD + 1];
+    // The sorted values' exponent fields fall, then rise: runs of equal
+    // fields are few, and need no table of every field.
+    let mut runs: Vec<(usize, u64)> = Vec::new();
     for &k in &keys {
-        if let Some(slot) = fields.get_mut(V::T::from_key(k).field()) {
-            *slot += 1;
+        let field = V::T::from_key(k).field();
+        match runs.last_mut() {
+            Some((f, c)) if *f == field => *c += 1,
+            _ => runs.push((field, 1)),
         }
     }
-    stats.log2_histogram = Some(log2_of::<V::T>(&fields, tiny, sp.zeros, sp.subnormals));
+    stats.log2_histogram = Some(log2_of_pairs::<V::T>(
+        runs.into_iter(),
+        tiny,
+        sp.zeros,
+        sp.subnormals,
+    ));
     if keys.is_empty() {
         stats.histogram = Some(empty_histogram());
         stats.quantiles = Some(Quantiles([None; 9]));
@@ -702,7 +722,7 @@ fn small<V: View>(
     }
     stats.quantiles = Some(Quantiles(q));
     stats.histogram = Some(Histogram {
-        edges: bins.edges().to_vec(),
+        edges: bins.into_edges(),
         counts,
     });
     Ok(stats)

@@ -51,7 +51,6 @@ pub(crate) fn histogram_block<T: Lane>(vals: &[T], bins: &FloatBins, tables: &mu
         return;
     }
     let len = bins.len();
-    let bounds = bins.bounds();
     let mut guess = [0u32; BLOCK];
     bins.guess_block(vals, &mut guess);
     let bin = |g: u32, x: f64| {
@@ -59,10 +58,7 @@ pub(crate) fn histogram_block<T: Lane>(vals: &[T], bins: &FloatBins, tables: &mu
             return g as usize;
         }
         let g = bins.guess_one(x);
-        match bounds.get(g) {
-            Some(&[lo, hi]) if lo <= x && x < hi => g,
-            _ => bins.search(x),
-        }
+        if bins.holds(g, x) { g } else { bins.search(x) }
     };
     let Some((t0, rest)) = tables.split_at_mut_checked(len) else {
         return;

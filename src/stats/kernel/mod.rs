@@ -23,15 +23,30 @@ pub(crate) const BLOCK: usize = 2048;
 /// returns how many it wrote (0 ends the walk early).
 pub(crate) fn for_each_block<T: Copy + Default>(
     range: Range<u64>,
+    decode: impl FnMut(u64, &mut [T]) -> usize,
+    f: impl FnMut(&[T]),
+) {
+    // A tensor of a few values (a bias, a scale) gets a buffer of its size:
+    // zeroing a whole block for it would cost more than its statistics.
+    if range.end.saturating_sub(range.start) <= FEW as u64 {
+        blocks::<T, FEW>(range, decode, f);
+    } else {
+        blocks::<T, BLOCK>(range, decode, f);
+    }
+}
+
+/// The buffer of [`for_each_block`] for at most this many elements.
+const FEW: usize = 64;
+
+fn blocks<T: Copy + Default, const N: usize>(
+    range: Range<u64>,
     mut decode: impl FnMut(u64, &mut [T]) -> usize,
     mut f: impl FnMut(&[T]),
 ) {
-    let mut buffer = [T::default(); BLOCK];
+    let mut buffer = [T::default(); N];
     let mut first = range.start;
     while first < range.end {
-        let want = usize::try_from(range.end - first)
-            .unwrap_or(BLOCK)
-            .min(BLOCK);
+        let want = usize::try_from(range.end - first).unwrap_or(N).min(N);
         let Some(out) = buffer.get_mut(..want) else {
             break;
         };

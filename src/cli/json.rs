@@ -166,8 +166,14 @@ impl Sink {
     /// window (a histogram's counts are most of its numbers).
     #[inline]
     fn put_u64(&mut self, mut v: u64) {
-        let n = v.checked_ilog10().map_or(1, |l| l as usize + 1);
         let window = self.window();
+        if v < 10 {
+            // Most counts of a histogram of a small tensor are 0.
+            window[0] = b'0' + v as u8;
+            self.advance(1);
+            return;
+        }
+        let n = v.checked_ilog10().map_or(1, |l| l as usize + 1);
         let mut i = n;
         while v >= 100 {
             let r = (v % 100) as usize * 2;
@@ -444,7 +450,9 @@ impl Formatter for Nested<'_> {
         match self.arrays.last() {
             Some(Layout::Inline) => {
                 if !first {
-                    self.out.put(b", ");
+                    let window = self.out.window();
+                    window[..2].copy_from_slice(b", ");
+                    self.out.advance(2);
                 }
             }
             Some(Layout::Undecided) => self.pending = Some(first),

@@ -126,7 +126,7 @@ pub(crate) fn count_prefixes_f32(
     bytes: &[u8],
     ahead: &[u8],
     idx: &mut [u32; kernel::PART],
-    table: &mut [u32; kernel::BUCKETS],
+    table: &mut kernel::Tally<'_>,
 ) {
     #[cfg(target_arch = "x86_64")]
     {
@@ -201,7 +201,7 @@ mod x86 {
     };
 
     use super::F32Lanes;
-    use crate::stats::kernel::{self, BLOOM_BITS, BUCKETS, MARK_WORDS, Prefilter};
+    use crate::stats::kernel::{self, BLOOM_BITS, MARK_WORDS, Prefilter};
 
     /// Low bits of an f32 key below its prefix.
     const LOW32: u32 = 32 - kernel::PREFIX_BITS;
@@ -212,7 +212,7 @@ mod x86 {
         bytes: &[u8],
         ahead: &[u8],
         idx: &mut [u32; kernel::PART],
-        table: &mut [u32; BUCKETS],
+        table: &mut kernel::Tally<'_>,
     ) {
         kernel::count_prefixes_f32(bytes, ahead, idx, table);
     }
@@ -223,7 +223,7 @@ mod x86 {
         bytes: &[u8],
         ahead: &[u8],
         idx: &mut [u32; kernel::PART],
-        table: &mut [u32; BUCKETS],
+        table: &mut kernel::Tally<'_>,
     ) {
         kernel::count_prefixes_f32(bytes, ahead, idx, table);
     }
@@ -794,7 +794,7 @@ mod tests {
         }
     }
 
-    type CountCopy = fn(&[u8], &[u8], &mut [u32; kernel::PART], &mut [u32; kernel::BUCKETS]);
+    type CountCopy = fn(&[u8], &[u8], &mut [u32; kernel::PART], &mut kernel::Tally<'_>);
     type FilterCopy = fn(&[u8], &[u64; kernel::MARK_WORDS], &mut dyn FnMut(u64));
     type NearCopy = fn(&[u8], &[u64; kernel::MARK_WORDS], &kernel::Prefilter, &mut dyn FnMut(u64));
 
@@ -996,29 +996,37 @@ mod tests {
     #[test]
     fn every_copy_of_the_prefix_loops_agrees() {
         use kernel::{BUCKETS, MARK_WORDS};
-        // Every kind of value, at every offset from an aligned address.
-        let vals = values(7, 3 * BLOCK + 11, true);
+        // Every kind of value, at every offset from an aligned address, and
+        // a run in one bucket long enough to wrap its byte twice.
+        let mut vals = values(7, 3 * BLOCK + 11, true);
+        vals.splice(1000..1000, [1.5f32; 700]);
         let mut bytes = vec![0u8; 3];
         bytes.extend(vals.iter().flat_map(|x| x.to_le_bytes()));
         for shift in 0..4 {
             let part = &bytes[shift..bytes.len() - (3 - shift)];
             let counted = |copy: CountCopy| {
-                let mut t = vec![0u32; BUCKETS];
+                let mut low = vec![0u8; BUCKETS];
+                let mut wraps = vec![0u32; BUCKETS];
                 let mut idx = [0u32; kernel::PART];
-                if let Ok(table) = <&mut [u32; BUCKETS]>::try_from(t.as_mut_slice()) {
+                let mut out = Vec::new();
+                if let (Ok(low), Ok(wraps)) = (
+                    <&mut [u8; BUCKETS]>::try_from(low.as_mut_slice()),
+                    <&mut [u32; BUCKETS]>::try_from(wraps.as_mut_slice()),
+                ) {
+                    let mut tally = kernel::Tally { low, wraps };
                     // In blocks of every length, odd ones among them.
                     for (i, block) in part.chunks(4 * 777).enumerate() {
                         let ahead = part.get((i + 1) * 4 * 777..).unwrap_or(&[]);
-                        copy(block, ahead, &mut idx, table);
+                        copy(block, ahead, &mut idx, &mut tally);
                     }
+                    out = (0..BUCKETS).map(|p| tally.get(p)).collect();
                 }
-                t
+                out
             };
             let a = counted(kernel::count_prefixes_f32);
-            assert_eq!(
-                a.iter().map(|&c| u64::from(c)).sum::<u64>(),
-                vals.len() as u64
-            );
+            assert_eq!(a.iter().sum::<u64>(), vals.len() as u64);
+            // Some bucket wrapped its byte.
+            assert!(a.iter().any(|&c| c > 256));
             for copy in copies_of_count() {
                 assert!(counted(copy) == a, "offset {shift}");
             }

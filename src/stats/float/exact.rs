@@ -29,7 +29,7 @@ use super::{Pass1Totals, for_each_block, histogram_counts, moments_pass, tiny_bi
 use crate::jobs::{CancelToken, Cancelled, Progress};
 use crate::stats::bins::{FloatBins, QUANTILES, nearest_rank};
 use crate::stats::kernel::{
-    BLOCK, BUCKETS, Lane, MARK_WORDS, PART, PREFIX_BITS, Prefilter, Specials, Wide,
+    BLOCK, BUCKETS, Lane, MARK_WORDS, PART, PREFIX_BITS, Prefilter, Specials, Tally, Wide,
     count_prefixes_keys, for_each_marked_key,
 };
 use crate::stats::refine::{KeySource, Target, refine};
@@ -47,31 +47,41 @@ pub(crate) const SMALL: u64 = 1 << 15;
 /// thousand in the tests, so that they reach the refining passes).
 const MEMBER_BUDGET: u64 = if cfg!(test) { 1 << 12 } else { 1 << 21 };
 
-/// Values a 32-bit counter table takes before it is spilled (a few
-/// thousand in the tests, so that they spill).
-const SPILL_AFTER: u64 = if cfg!(test) { 1 << 14 } else { u32::MAX as u64 };
+/// Values a table of counters takes before it is spilled: below 2^40, so
+/// that no wrap count can reach 2^32 (a few thousand in the tests, so that
+/// they spill).
+const SPILL_AFTER: u64 = if cfg!(test) {
+    1 << 14
+} else {
+    (u32::MAX as u64) << 8
+};
 
 /// Pass 2 bins every value when more than this share of them lie in
 /// buckets that hold a bin edge.
 const STRADDLE_SHARE: u64 = 8;
 
-/// Prefix tables kept for the next scan: clearing a table costs one pass
-/// over its 4 MiB, mapping a new one a page fault per 4 KiB, which two
-/// threads then take in turn.
-static TABLES: Mutex<Vec<Box<[u32]>>> = Mutex::new(Vec::new());
+/// A [`Tally`]'s tables, owned.
+type Tables = (Box<[u8]>, Box<[u32]>);
 
-/// Tables kept at most in [`TABLES`] (16 MiB each with two of them).
+/// Prefix tables kept for the next scan: clearing a table costs one pass
+/// over its 5 MiB, mapping a new one a page fault per 4 KiB, which two
+/// threads then take in turn.
+static TABLES: Mutex<Vec<Tables>> = Mutex::new(Vec::new());
+
+/// Tables kept at most in [`TABLES`] (20 MiB each with two of them).
 const KEPT_TABLES: usize = 8;
 
-/// Prefix counts of one thread's chunks: 32-bit counters, spilled into
-/// 64-bit ones before any could wrap. The table goes back to [`TABLES`],
-/// cleared, when the counts are dropped. Only the buckets in `touched` can
-/// hold counts: merging, walking and clearing look at those alone (a few
-/// thousand buckets for weights, of the million).
+/// Prefix counts of one thread's chunks, in a [`Tally`]'s tables, spilled
+/// into 64-bit counters before any could wrap. The tables go back to
+/// [`TABLES`], cleared, when the counts are dropped. Only the buckets in
+/// `touched` can hold counts: merging, walking and clearing look at those
+/// alone (a few thousand buckets for weights, of the million).
 struct Counts {
-    table: Box<[u32]>,
+    low: Box<[u8]>,
+    wraps: Box<[u32]>,
     spill: Vec<u64>,
-    /// Values counted in `table` since it was last spilled (or cleared).
+    /// Values counted in the tables since they were last spilled (or
+    /// cleared).
     since: u64,
     /// The buckets that may hold counts (empty when `start ≥ end`).
     touched: std::ops::Range<usize>,
@@ -80,16 +90,26 @@ struct Counts {
 impl Counts {
     fn new() -> Self {
         let kept = TABLES.lock().ok().and_then(|mut t| t.pop());
+        let (low, wraps) = kept.unwrap_or_else(|| {
+            (
+                vec![0u8; BUCKETS].into_boxed_slice(),
+                vec![0u32; BUCKETS].into_boxed_slice(),
+            )
+        });
         Self {
-            table: kept.unwrap_or_else(|| vec![0u32; BUCKETS].into_boxed_slice()),
+            low,
+            wraps,
             spill: Vec::new(),
             since: 0,
             touched: 0..0,
         }
     }
 
-    fn table(&mut self) -> Option<&mut [u32; BUCKETS]> {
-        <&mut [u32; BUCKETS]>::try_from(&mut *self.table).ok()
+    fn tally(&mut self) -> Option<Tally<'_>> {
+        Some(Tally {
+            low: <&mut [u8; BUCKETS]>::try_from(&mut *self.low).ok()?,
+            wraps: <&mut [u32; BUCKETS]>::try_from(&mut *self.wraps).ok()?,
+        })
     }
 
     /// Records which buckets the values summed in `sp` fall in: those of
@@ -123,16 +143,16 @@ impl Counts {
         if self.spill.is_empty() {
             self.spill = vec![0; BUCKETS];
         }
-        let r = self.touched.clone();
-        if let (Some(s), Some(t)) = (self.spill.get_mut(r.clone()), self.table.get_mut(r)) {
-            for (s, t) in s.iter_mut().zip(t) {
-                *s += u64::from(std::mem::take(t));
+        for p in self.touched.clone() {
+            let c = self.take_tables(p);
+            if let Some(s) = self.spill.get_mut(p) {
+                *s += c;
             }
         }
         self.since = 0;
     }
 
-    /// Adds `other`'s counts, clearing its table as it goes.
+    /// Adds `other`'s counts, clearing its tables as it goes.
     fn merge(mut self, mut other: Counts) -> Counts {
         if self.since + other.since > SPILL_AFTER {
             self.spill_all();
@@ -140,10 +160,17 @@ impl Counts {
         }
         let r = other.touched.clone();
         if other.since > 0
-            && let (Some(a), Some(b)) = (self.table.get_mut(r.clone()), other.table.get_mut(r))
+            && let (Some(a), Some(b), Some(wa), Some(wb)) = (
+                self.low.get_mut(r.clone()),
+                other.low.get_mut(r.clone()),
+                self.wraps.get_mut(r.clone()),
+                other.wraps.get_mut(r),
+            )
         {
-            for (a, b) in a.iter_mut().zip(b) {
-                *a += std::mem::take(b);
+            for (((a, b), wa), wb) in a.iter_mut().zip(b).zip(wa).zip(wb) {
+                let sum = u32::from(*a) + u32::from(std::mem::take(b));
+                *a = sum as u8;
+                *wa += std::mem::take(wb) + (sum >> 8);
             }
         }
         if !other.spill.is_empty() {
@@ -161,10 +188,16 @@ impl Counts {
         self
     }
 
+    /// The count of bucket `p` in the tables, clearing it there.
+    fn take_tables(&mut self, p: usize) -> u64 {
+        let low = self.low.get_mut(p).map_or(0, std::mem::take);
+        let wraps = self.wraps.get_mut(p).map_or(0, std::mem::take);
+        u64::from(wraps) << 8 | u64::from(low)
+    }
+
     /// The count of bucket `p`, clearing it.
     fn take(&mut self, p: usize) -> u64 {
-        let t = self.table.get_mut(p).map_or(0, std::mem::take);
-        u64::from(t) + self.spill.get(p).copied().unwrap_or(0)
+        self.take_tables(p) + self.spill.get(p).copied().unwrap_or(0)
     }
 }
 
@@ -183,15 +216,23 @@ impl Drop for Counts {
     fn drop(&mut self) {
         // Counts read to the end with `take` are already clear.
         if self.since > 0
-            && let Some(t) = self.table.get_mut(self.touched.clone())
+            && let (Some(low), Some(wraps)) = (
+                self.low.get_mut(self.touched.clone()),
+                self.wraps.get_mut(self.touched.clone()),
+            )
         {
-            t.fill(0);
+            low.fill(0);
+            wraps.fill(0);
         }
-        if self.table.len() == BUCKETS
+        if self.low.len() == BUCKETS
+            && self.wraps.len() == BUCKETS
             && let Ok(mut kept) = TABLES.lock()
             && kept.len() < KEPT_TABLES
         {
-            kept.push(std::mem::take(&mut self.table));
+            kept.push((
+                std::mem::take(&mut self.low),
+                std::mem::take(&mut self.wraps),
+            ));
         }
     }
 }
@@ -244,7 +285,7 @@ pub(crate) fn stats<V: View>(
             };
             let counts = guard.get_or_insert_with(Counts::new);
             counts.reserve(range.end - range.start);
-            let Some(table) = counts.table() else {
+            let Some(mut table) = counts.tally() else {
                 return;
             };
             if let Some((Wide::F32, raw)) = view.raw(range.clone()) {
@@ -256,7 +297,12 @@ pub(crate) fn stats<V: View>(
                     let (sp, m) = block_wide(Wide::F32, block, tiny);
                     acc.specials.merge(&sp);
                     acc.moments.merge(&m);
-                    count_prefixes_f32(block, next.get(..step).unwrap_or(next), &mut idx, table);
+                    count_prefixes_f32(
+                        block,
+                        next.get(..step).unwrap_or(next),
+                        &mut idx,
+                        &mut table,
+                    );
                 }
             } else {
                 let mut keys = [0u64; BLOCK];
@@ -267,7 +313,11 @@ pub(crate) fn stats<V: View>(
                     for (k, x) in keys.iter_mut().zip(vals) {
                         *k = x.key();
                     }
-                    count_prefixes_keys(keys.get(..vals.len()).unwrap_or(&[]), key_bits, table);
+                    count_prefixes_keys(
+                        keys.get(..vals.len()).unwrap_or(&[]),
+                        key_bits,
+                        &mut table,
+                    );
                 });
             }
             counts.touch::<V::T>(&acc.specials);
@@ -949,6 +999,9 @@ mod tests {
         }
         let kept = TABLES.lock().expect("lock");
         assert!(kept.len() <= KEPT_TABLES);
-        assert!(kept.iter().all(|t| t.iter().all(|&c| c == 0)));
+        assert!(
+            kept.iter()
+                .all(|(low, wraps)| low.iter().all(|&c| c == 0) && wraps.iter().all(|&c| c == 0))
+        );
     }
 }

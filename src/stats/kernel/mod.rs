@@ -178,6 +178,6 @@ pub(crate) use histogram::{
 };
 pub(crate) use moments::{F32Lanes, Wide, block_f64, block_wide, f32_bytes, scan_groups};
 pub(crate) use prefix::{
-    BLOOM_BITS, BUCKETS, MARK_WORDS, PART, PREFIX_BITS, Prefilter, count_prefixes_f32,
+    BLOOM_BITS, BUCKETS, MARK_WORDS, PART, PREFIX_BITS, Prefilter, Tally, count_prefixes_f32,
     count_prefixes_keys, for_each_marked_f32, for_each_marked_key, key32, marked,
 };

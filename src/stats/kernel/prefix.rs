@@ -25,8 +25,8 @@ pub(crate) fn key32(bits: u32) -> u32 {
     bits ^ ((((bits as i32) >> 31) as u32) | 0x8000_0000)
 }
 
-/// Counts the key prefixes of little-endian f32 values. Wrapping adds:
-/// the caller keeps every counter below 2^32. While it counts it asks for
+/// Counts the key prefixes of little-endian f32 values into `tally`.
+/// While it counts it asks for
 /// the bytes of `ahead` (the next block) a cache line per 16 values, so
 /// that they arrive while this block is counted, without filling the
 /// CPU's queue of misses at once.
@@ -38,14 +38,11 @@ pub(crate) fn count_prefixes_f32(
     bytes: &[u8],
     ahead: &[u8],
     idx: &mut [u32; PART],
-    table: &mut [u32; BUCKETS],
+    tally: &mut Tally<'_>,
 ) {
     let (vals, _) = bytes.as_chunks::<4>();
     let mut lines = ahead.chunks(64);
-    let mut add = |i: u32| {
-        let c = &mut table[i as usize & (BUCKETS - 1)];
-        *c = c.wrapping_add(1);
-    };
+    let mut add = |i: u32| tally.add(i);
     // The keys of a whole part first (a loop the compiler vectorises), then
     // the adds: a part long enough that the vector stores of its keys have
     // left the store buffer before the adds load them one by one (a load
@@ -82,11 +79,42 @@ pub(crate) fn count_prefixes_f32(
 pub(crate) const PART: usize = 2048;
 
 /// Counts the prefixes of keys of `key_bits` significant bits.
-pub(crate) fn count_prefixes_keys(keys: &[u64], key_bits: u32, table: &mut [u32; BUCKETS]) {
+pub(crate) fn count_prefixes_keys(keys: &[u64], key_bits: u32, tally: &mut Tally<'_>) {
     let shift = key_bits.saturating_sub(PREFIX_BITS);
     for &k in keys {
-        let c = &mut table[(k >> shift) as usize & (BUCKETS - 1)];
-        *c = c.wrapping_add(1);
+        tally.add((k >> shift) as u32);
+    }
+}
+
+/// Counters of the [`BUCKETS`] prefixes: a byte each, and the times each
+/// byte wrapped. A byte table keeps the buckets that weights fill (some
+/// twenty thousand) in L1, where 32-bit counters would spread them over
+/// L2; a wrap, one add in 256, costs a rarely taken branch. The count of
+/// bucket `p` is `256·wraps[p] + low[p]`: wrapping adds, the caller keeps
+/// every count below 2^40.
+pub(crate) struct Tally<'a> {
+    pub low: &'a mut [u8; BUCKETS],
+    pub wraps: &'a mut [u32; BUCKETS],
+}
+
+impl Tally<'_> {
+    /// Counts one value of bucket `p` (its low [`PREFIX_BITS`] bits).
+    #[allow(clippy::inline_always)]
+    #[inline(always)]
+    pub(crate) fn add(&mut self, p: u32) {
+        let i = p as usize & (BUCKETS - 1);
+        let c = self.low[i].wrapping_add(1);
+        self.low[i] = c;
+        if c == 0 {
+            self.wraps[i] = self.wraps[i].wrapping_add(1);
+        }
+    }
+
+    /// The count of bucket `p`.
+    #[cfg(test)]
+    pub(crate) fn get(&self, p: usize) -> u64 {
+        let i = p & (BUCKETS - 1);
+        u64::from(self.wraps[i]) << 8 | u64::from(self.low[i])
     }
 }
 

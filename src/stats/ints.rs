@@ -9,10 +9,11 @@
 use std::ops::Range;
 
 use super::bins::IntBins;
-use super::kernel::{self, BLOCK, Specials, block_f64};
+use super::kernel::{self, BLOCK, Specials};
 use super::moments::Moments;
 use super::refine::{KeySource, Target, bins_of_quantiles, refine};
 use super::report::Sigma6;
+use super::simd::block_f64;
 use super::{
     CHUNK_BYTES, Detail, Histogram, Quantiles, Scalar, StatsOptions, ValueStats, empty_histogram,
     log2_histogram, par_chunks,

@@ -56,6 +56,28 @@ fn scan_groups(kind: Wide, bytes: &[u8], tiny_bits: u32, x0: f64) -> F32Lanes {
     kernel::scan_groups(kind, bytes, tiny_bits, x0)
 }
 
+/// Specials, range and moments of f64 values ([`kernel::block_f64`]), a
+/// block at a time by a copy of its loops compiled for AVX-512 or AVX2
+/// where the CPU has them.
+pub(crate) fn block_f64(vals: &[f64], smallest_normal: f64) -> (Specials, Moments) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if avx512() {
+            // SAFETY: the CPU has these AVX-512 subsets, checked just above.
+            return kernel::block_f64_with(vals, smallest_normal, |part, sn| unsafe {
+                x86::block_f64_512(part, sn)
+            });
+        }
+        if avx2() {
+            // SAFETY: the CPU has AVX2, checked just above.
+            return kernel::block_f64_with(vals, smallest_normal, |part, sn| unsafe {
+                x86::block_f64_256(part, sn)
+            });
+        }
+    }
+    kernel::block_f64(vals, smallest_normal)
+}
+
 /// Asks the CPU to bring the cache line that `line` starts in into its
 /// caches while other work runs: the scans ask for their next block a line
 /// at a time while they count the current one, so that the memory reads
@@ -200,7 +222,7 @@ mod x86 {
         _mm512_storeu_si512, _mm512_sub_ps, _mm512_test_epi32_mask,
     };
 
-    use super::F32Lanes;
+    use super::{F32Lanes, Moments, Specials};
     use crate::stats::kernel::{self, BLOOM_BITS, MARK_WORDS, Prefilter};
 
     /// Low bits of an f32 key below its prefix.
@@ -226,6 +248,18 @@ mod x86 {
         table: &mut kernel::Tally<'_>,
     ) {
         kernel::count_prefixes_f32(bytes, ahead, idx, table);
+    }
+
+    /// [`kernel::block_f64_in`] compiled for AVX2.
+    #[target_feature(enable = "avx2")]
+    pub(super) fn block_f64_256(vals: &[f64], smallest_normal: f64) -> (Specials, Moments) {
+        kernel::block_f64_in(vals, smallest_normal)
+    }
+
+    /// [`kernel::block_f64_in`] compiled for AVX-512.
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+    pub(super) fn block_f64_512(vals: &[f64], smallest_normal: f64) -> (Specials, Moments) {
+        kernel::block_f64_in(vals, smallest_normal)
     }
 
     /// [`kernel::for_each_marked_f32`] compiled for AVX2.
@@ -1045,6 +1079,70 @@ mod tests {
                 let mut hits = Vec::new();
                 copy(part, marks, &mut |k| hits.push(k));
                 assert_eq!(hits, portable, "offset {shift}");
+            }
+        }
+    }
+
+    /// f64 values of every kind: normal ones of many magnitudes, and with
+    /// `specials` NaN of several payloads, ±Inf, ±0 and subnormals.
+    fn values_f64(seed: u64, n: usize, specials: bool, magnitude: i32) -> Vec<f64> {
+        let mut state = seed | 1;
+        (0..n)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                let r = state;
+                match r % 64 {
+                    0 if specials => f64::from_bits(0x7ff8_0000_0000_0000 | (r >> 20)),
+                    1 if specials => f64::INFINITY,
+                    2 if specials => f64::NEG_INFINITY,
+                    3 => -0.0,
+                    4 => 0.0,
+                    5 => f64::from_bits((r >> 12) & 0x000f_ffff_ffff_ffff),
+                    _ => {
+                        let u = (r >> 11) as f64 / (1u64 << 53) as f64;
+                        (u - 0.4) * 2f64.powi(magnitude + (r % 9) as i32 - 4)
+                    }
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_copy_of_the_f64_block_agrees() {
+        type Copy64 = fn(&[f64], f64) -> (Specials, Moments);
+        let mut copies: Vec<(&str, Copy64)> = vec![("dispatch", block_f64)];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if avx2() {
+                copies.push(("avx2", |v, sn| {
+                    // SAFETY: only called on this CPU, which has AVX2 (checked).
+                    kernel::block_f64_with(v, sn, |p, s| unsafe { x86::block_f64_256(p, s) })
+                }));
+            }
+            if avx512() {
+                copies.push(("avx512", |v, sn| {
+                    // SAFETY: only called on this CPU, which has AVX-512 (checked).
+                    kernel::block_f64_with(v, sn, |p, s| unsafe { x86::block_f64_512(p, s) })
+                }));
+            }
+        }
+        let mut seed = 3;
+        // Magnitudes that need no scaling, and ones beyond 2^±400 that do.
+        for magnitude in [0, -20, 700, -700, -1060] {
+            for specials in [false, true] {
+                for n in [0, 1, 7, 8, 9, 15, 16, 17, 2047, 2048, 2049, 3 * BLOCK + 5] {
+                    seed += 2;
+                    let vals = values_f64(seed, n, specials, magnitude);
+                    for sn in [f64::MIN_POSITIVE, f64::from(f32::MIN_POSITIVE)] {
+                        let portable = format!("{:?}", kernel::block_f64(&vals, sn));
+                        for (name, copy) in &copies {
+                            let got = format!("{:?}", copy(&vals, sn));
+                            assert_eq!(got, portable, "{name}, {n} values of 2^{magnitude}");
+                        }
+                    }
+                }
             }
         }
     }

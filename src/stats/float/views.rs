@@ -8,11 +8,9 @@ use super::tiny_bits;
 use crate::dtype::Dtype;
 use crate::dtype::decode::{BitOrder, decode_c64_f32, decode_f32, decode_f64};
 use crate::stats::kernel::Wide;
-use crate::stats::kernel::{
-    BLOCK, Lane, Specials, block_f64, exponents_f32, exponents_f64, f32_bytes,
-};
+use crate::stats::kernel::{BLOCK, Lane, Specials, exponents_f32, exponents_f64, f32_bytes};
 use crate::stats::moments::Moments;
-use crate::stats::simd::block_wide;
+use crate::stats::simd::{block_f64, block_wide};
 use crate::stats::smallest_normal;
 
 /// A float type the passes run on (f32 for F32 and the C64 parts, f64 for

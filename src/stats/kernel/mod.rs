@@ -176,7 +176,9 @@ pub(crate) use counting::{count_bytes, count_f6, count_u16, for_each_hit};
 pub(crate) use histogram::{
     F32Guess, exponents_f32, exponents_f64, histogram_block, histogram_f32,
 };
-pub(crate) use moments::{F32Lanes, Wide, block_f64, block_wide, f32_bytes, scan_groups};
+pub(crate) use moments::{
+    F32Lanes, Wide, block_f64, block_f64_in, block_f64_with, block_wide, f32_bytes, scan_groups,
+};
 pub(crate) use prefix::{
     BLOOM_BITS, BUCKETS, MARK_WORDS, PART, PREFIX_BITS, Prefilter, Tally, count_prefixes_f32,
     count_prefixes_keys, for_each_marked_f32, for_each_marked_key, key32, marked,

@@ -11,7 +11,8 @@ const SUM_LANES: usize = 16;
 
 /// `Σ f(x)` over a block, lane-wise. One accumulator per loop: the
 /// vectoriser then packs lanes, not different sums, into a register.
-#[inline]
+#[allow(clippy::inline_always)]
+#[inline(always)]
 fn lane_sum(vals: &[f64], f: impl Fn(f64) -> f64) -> f64 {
     let mut acc = [0f64; SUM_LANES];
     let (chunks, rest) = vals.as_chunks::<SUM_LANES>();
@@ -246,15 +247,16 @@ pub(crate) fn f32_bytes<'a>(vals: &[f32], out: &'a mut [u8]) -> &'a [u8] {
     out.get(..4 * n).unwrap_or(&[])
 }
 
-/// The smallest and largest of a block with no NaN.
-#[inline]
+/// The smallest and largest of a block with no NaN, in eight lanes (of
+/// ±0, the first of a lane, then the lowest lane, wins).
+#[allow(clippy::inline_always)]
+#[inline(always)]
 fn range_of<T: Lane>(vals: &[T], lowest: T, highest: T) -> (T, T) {
-    // Four lanes: one SSE register of f32 (eight make worse code).
-    let mut mn = [highest; 4];
-    let mut mx = [lowest; 4];
-    let (chunks, rest) = vals.as_chunks::<4>();
+    let mut mn = [highest; 8];
+    let mut mx = [lowest; 8];
+    let (chunks, rest) = vals.as_chunks::<8>();
     for c in chunks {
-        for j in 0..4 {
+        for j in 0..8 {
             mn[j] = if c[j] < mn[j] { c[j] } else { mn[j] };
             mx[j] = if c[j] > mx[j] { c[j] } else { mx[j] };
         }
@@ -265,7 +267,7 @@ fn range_of<T: Lane>(vals: &[T], lowest: T, highest: T) -> (T, T) {
     }
     let mut lo = highest;
     let mut hi = lowest;
-    for j in 0..4 {
+    for j in 0..8 {
         lo = if mn[j] < lo { mn[j] } else { lo };
         hi = if mx[j] > hi { mx[j] } else { hi };
     }
@@ -277,28 +279,54 @@ fn range_of<T: Lane>(vals: &[T], lowest: T, highest: T) -> (T, T) {
 /// `smallest_normal` decides what counts as subnormal (f64's own for F64
 /// tensors, f32's for complex magnitudes).
 pub(crate) fn block_f64(vals: &[f64], smallest_normal: f64) -> (Specials, Moments) {
-    if vals.len() > BLOCK {
-        let mut sp = Specials::default();
-        let mut m = Moments::default();
-        for part in vals.chunks(BLOCK) {
-            let (s, pm) = block_f64(part, smallest_normal);
-            sp.merge(&s);
-            m.merge(&pm);
-        }
-        return (sp, m);
+    block_f64_with(vals, smallest_normal, block_f64_in)
+}
+
+/// [`block_f64`] with `block` summarising each part of at most [`BLOCK`]
+/// values ([`block_f64_in`], or a copy of it compiled for wider vectors).
+pub(crate) fn block_f64_with(
+    vals: &[f64],
+    smallest_normal: f64,
+    block: impl Fn(&[f64], f64) -> (Specials, Moments),
+) -> (Specials, Moments) {
+    if vals.len() <= BLOCK {
+        return block(vals, smallest_normal);
     }
+    let mut sp = Specials::default();
+    let mut m = Moments::default();
+    for part in vals.chunks(BLOCK) {
+        let (s, pm) = block(part, smallest_normal);
+        sp.merge(&s);
+        m.merge(&pm);
+    }
+    (sp, m)
+}
+
+/// [`block_f64`] of at most [`BLOCK`] values.
+// Inlined into the vector copies of [`crate::stats::simd`], which compile it
+// once more for their targets.
+#[allow(clippy::inline_always)]
+#[inline(always)]
+pub(crate) fn block_f64_in(vals: &[f64], smallest_normal: f64) -> (Specials, Moments) {
     let mut all_finite = true;
     for &x in vals {
         all_finite &= x.is_finite();
     }
-    if !all_finite {
-        let mut sp = Specials::default();
-        let mut finite = [0f64; BLOCK];
-        let n = split_finite(vals, &mut finite, &mut sp);
-        let (s, m) = block_f64(finite.get(..n).unwrap_or(&[]), smallest_normal);
-        sp.merge(&s);
-        return (sp, m);
+    if all_finite {
+        return finite_f64(vals, smallest_normal);
     }
+    let mut sp = Specials::default();
+    let mut finite = [0f64; BLOCK];
+    let n = split_finite(vals, &mut finite, &mut sp);
+    let (s, m) = finite_f64(finite.get(..n).unwrap_or(&[]), smallest_normal);
+    sp.merge(&s);
+    (sp, m)
+}
+
+/// [`block_f64`] of at most [`BLOCK`] finite values.
+#[allow(clippy::inline_always)]
+#[inline(always)]
+fn finite_f64(vals: &[f64], smallest_normal: f64) -> (Specials, Moments) {
     let Some(&first) = vals.first() else {
         return (Specials::default(), Moments::default());
     };
@@ -324,11 +352,16 @@ pub(crate) fn block_f64(vals: &[f64], smallest_normal: f64) -> (Specials, Moment
     };
     let scale = ldexp(1.0, -exp);
     let mut buffer = [0f64; BLOCK];
-    let wide = buffer.get_mut(..vals.len()).unwrap_or(&mut []);
-    for (o, &x) in wide.iter_mut().zip(vals) {
-        *o = x * scale;
-    }
-    let wide: &[f64] = wide;
+    // Unscaled (nearly always), the values are summed in place: x·1 = x.
+    let wide: &[f64] = if exp == 0 {
+        vals
+    } else {
+        let wide = buffer.get_mut(..vals.len()).unwrap_or(&mut []);
+        for (o, &x) in wide.iter_mut().zip(vals) {
+            *o = x * scale;
+        }
+        wide
+    };
     let shift = first * scale;
     let moments = Moments::from_block(
         vals.len() as u64,

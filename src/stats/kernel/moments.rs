@@ -351,29 +351,28 @@ fn finite_f64(vals: &[f64], smallest_normal: f64) -> (Specials, Moments) {
         0
     };
     let scale = ldexp(1.0, -exp);
-    let mut buffer = [0f64; BLOCK];
-    // Unscaled (nearly always), the values are summed in place: x·1 = x.
-    let wide: &[f64] = if exp == 0 {
-        vals
-    } else {
-        let wide = buffer.get_mut(..vals.len()).unwrap_or(&mut []);
-        for (o, &x) in wide.iter_mut().zip(vals) {
-            *o = x * scale;
-        }
-        wide
-    };
     let shift = first * scale;
-    let moments = Moments::from_block(
-        vals.len() as u64,
-        exp,
-        shift,
+    let sums = |wide: &[f64]| {
         [
             lane_sum(wide, |x| x),
             lane_sum(wide, f64::abs),
             // f64 values: Σ(x − x₀) is summed, not derived (n·x₀ rounds).
             lane_sum(wide, |x| x - shift),
             lane_sum(wide, |x| (x - shift) * (x - shift)),
-        ],
-    );
+        ]
+    };
+    // Unscaled (nearly always), the values are summed in place: x·1 = x;
+    // only a scaled block takes a buffer.
+    let sums = if exp == 0 {
+        sums(vals)
+    } else {
+        let mut buffer = [0f64; BLOCK];
+        let wide = buffer.get_mut(..vals.len()).unwrap_or(&mut []);
+        for (o, &x) in wide.iter_mut().zip(vals) {
+            *o = x * scale;
+        }
+        sums(wide)
+    };
+    let moments = Moments::from_block(vals.len() as u64, exp, shift, sums);
     (sp, moments)
 }

@@ -26,10 +26,9 @@ pub(crate) fn key32(bits: u32) -> u32 {
 }
 
 /// Counts the key prefixes of little-endian f32 values into `tally`.
-/// While it counts it asks for
-/// the bytes of `ahead` (the next block) a cache line per 16 values, so
-/// that they arrive while this block is counted, without filling the
-/// CPU's queue of misses at once.
+/// While it counts it asks for the bytes of `ahead` (the next block) a
+/// cache line per 16 values, so that they arrive while this block is
+/// counted, without filling the CPU's queue of misses at once.
 // Inlined into the vector copies of [`crate::stats::simd`], which compile it
 // once more for their targets.
 #[allow(clippy::inline_always)]

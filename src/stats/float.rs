@@ -35,9 +35,14 @@ fn tiny_bits(smallest_normal: f64) -> u32 {
     (smallest_normal as f32).to_bits()
 }
 
-/// Decodes the elements `range` of a view block by block.
+/// Calls `f` with the elements `range` of a view block by block: read in
+/// place where the view allows it, else decoded.
 fn for_each_block<V: View>(view: &V, range: Range<u64>, f: impl FnMut(&[V::T])) {
-    kernel::for_each_block(range, |first, out| view.decode(first, out), f);
+    if let Some(vals) = view.in_place(range.clone()) {
+        vals.chunks(kernel::BLOCK).for_each(f);
+    } else {
+        kernel::for_each_block(range, |first, out| view.decode(first, out), f);
+    }
 }
 
 /// Counts, range and moments, as every first pass gathers them.
@@ -314,6 +319,7 @@ fn fold_tables(tables: &[u32], stride: usize, acc: &mut [u64]) {
 mod tests {
     use super::views::magnitude;
     use super::*;
+    use crate::stats::kernel::Keyed;
 
     #[test]
     fn keys_preserve_order_and_round_trip() {

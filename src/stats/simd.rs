@@ -78,6 +78,19 @@ pub(crate) fn block_f64(vals: &[f64], smallest_normal: f64) -> (Specials, Moment
     kernel::block_f64(vals, smallest_normal)
 }
 
+/// Little-endian f64 values read in place: `bytes` as `&[f64]` when they
+/// start on an 8-byte boundary and this CPU is little-endian (`None`
+/// otherwise: the caller decodes them into a buffer).
+pub(crate) fn f64s(bytes: &[u8]) -> Option<&[f64]> {
+    if cfg!(target_endian = "big") {
+        return None;
+    }
+    // SAFETY: every bit pattern of 8 bytes is a valid f64, and `align_to`
+    // only returns an aligned middle part of the slice it is given.
+    let (head, vals, tail) = unsafe { bytes.align_to::<f64>() };
+    (head.is_empty() && tail.is_empty()).then_some(vals)
+}
+
 /// Asks the CPU to bring the cache line that `line` starts in into its
 /// caches while other work runs: the scans ask for their next block a line
 /// at a time while they count the current one, so that the memory reads
@@ -86,7 +99,7 @@ pub(crate) fn block_f64(vals: &[f64], smallest_normal: f64) -> (Specials, Moment
 /// and does nothing off x86-64.
 #[allow(clippy::inline_always)]
 #[inline(always)]
-pub(crate) fn prefetch(line: &[u8]) {
+pub(crate) fn prefetch<T>(line: &[T]) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch reads nothing and never faults, whatever the
     // address; SSE, its instruction set, is part of x86-64.
@@ -143,10 +156,10 @@ fn avx512() -> bool {
         && std::arch::is_x86_feature_detected!("avx512vl")
 }
 
-/// Counts the key prefixes of f32 bytes ([`kernel::count_prefixes_f32`]).
-pub(crate) fn count_prefixes_f32(
-    bytes: &[u8],
-    ahead: &[u8],
+/// Counts the key prefixes of `vals` ([`kernel::count_prefixes`]).
+pub(crate) fn count_prefixes<K: kernel::Keyed>(
+    vals: &[K],
+    ahead: &[K],
     idx: &mut [u32; kernel::PART],
     table: &mut kernel::Tally<'_>,
 ) {
@@ -154,48 +167,104 @@ pub(crate) fn count_prefixes_f32(
     {
         if avx512() {
             // SAFETY: the CPU has these AVX-512 subsets, checked just above.
-            return unsafe { x86::count_prefixes_f32_512(bytes, ahead, idx, table) };
+            return unsafe { x86::count_prefixes_512(vals, ahead, idx, table) };
         }
         if avx2() {
             // SAFETY: the CPU has AVX2, checked just above.
-            return unsafe { x86::count_prefixes_f32(bytes, ahead, idx, table) };
+            return unsafe { x86::count_prefixes_256(vals, ahead, idx, table) };
         }
     }
-    kernel::count_prefixes_f32(bytes, ahead, idx, table);
+    kernel::count_prefixes(vals, ahead, idx, table);
 }
 
-/// Calls `hit` with the keys of the f32 values whose bucket is marked
-/// ([`kernel::for_each_marked_f32`]). With a `prefilter` the vector copies
-/// test every value arithmetically first and look up the bitmap only for
-/// the candidates; the keys are the same.
+/// Calls `hits` with the keys of the values whose bucket is marked, in
+/// order, a few hundred at a time ([`kernel::for_each_marked`]).
+pub(crate) fn for_each_marked<K: kernel::Keyed>(
+    vals: &[K],
+    marks: &[u64; kernel::MARK_WORDS],
+    hits: &mut dyn FnMut(&[u64]),
+) {
+    let mut found = kernel::Hits::new(hits);
+    marked_into(vals, marks, &mut found);
+    found.flush();
+}
+
+/// [`for_each_marked`] into `found`, by the fastest copy this CPU has.
+fn marked_into<K: kernel::Keyed>(
+    vals: &[K],
+    marks: &[u64; kernel::MARK_WORDS],
+    found: &mut kernel::Hits<'_>,
+) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if avx512() {
+            // SAFETY: the CPU has these AVX-512 subsets, checked just above.
+            return unsafe { x86::for_each_marked_512(vals, marks, found) };
+        }
+        if avx2() {
+            // SAFETY: the CPU has AVX2, checked just above.
+            return unsafe { x86::for_each_marked_256(vals, marks, found) };
+        }
+    }
+    kernel::for_each_marked(vals, marks, found);
+}
+
+/// Calls `hits` with the keys of the f64 values whose bucket is marked
+/// ([`for_each_marked`]), with a `prefilter` as [`for_each_marked_f32`]
+/// takes one (the AVX-512 copy tests it; the others filter by the bitmap
+/// alone). The keys are the same.
+pub(crate) fn for_each_marked_f64(
+    vals: &[f64],
+    marks: &[u64; kernel::MARK_WORDS],
+    prefilter: Option<&kernel::Prefilter64>,
+    hits: &mut dyn FnMut(&[u64]),
+) {
+    let mut found = kernel::Hits::new(hits);
+    #[cfg(target_arch = "x86_64")]
+    if let Some(pre) = prefilter
+        && avx512()
+    {
+        // SAFETY: the CPU has these AVX-512 subsets, checked just above.
+        unsafe { x86::marked_near_f64_512(vals, marks, pre, &mut found) };
+        found.flush();
+        return;
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = prefilter;
+    marked_into(vals, marks, &mut found);
+    found.flush();
+}
+
+/// Calls `hits` with the keys of the f32 values whose bucket is marked
+/// ([`for_each_marked`]). With a `prefilter` the vector copies test every
+/// value arithmetically first and look up the bitmap only for the
+/// candidates; the keys are the same.
 pub(crate) fn for_each_marked_f32(
     bytes: &[u8],
     marks: &[u64; kernel::MARK_WORDS],
     prefilter: Option<&kernel::Prefilter>,
-    hit: &mut dyn FnMut(u64),
+    hits: &mut dyn FnMut(&[u64]),
 ) {
+    let mut found = kernel::Hits::new(hits);
     #[cfg(target_arch = "x86_64")]
-    {
-        if let Some(pre) = prefilter {
-            if avx512() {
-                // SAFETY: the CPU has these AVX-512 subsets, checked just above.
-                return unsafe { x86::marked_near_f32_512(bytes, marks, pre, hit) };
-            }
-            if avx2() {
-                // SAFETY: the CPU has AVX2, checked just above.
-                return unsafe { x86::marked_near_f32(bytes, marks, pre, hit) };
-            }
-        }
+    if let Some(pre) = prefilter {
         if avx512() {
             // SAFETY: the CPU has these AVX-512 subsets, checked just above.
-            return unsafe { x86::for_each_marked_f32_512(bytes, marks, hit) };
+            unsafe { x86::marked_near_f32_512(bytes, marks, pre, &mut found) };
+            found.flush();
+            return;
         }
         if avx2() {
             // SAFETY: the CPU has AVX2, checked just above.
-            return unsafe { x86::for_each_marked_f32(bytes, marks, hit) };
+            unsafe { x86::marked_near_f32(bytes, marks, pre, &mut found) };
+            found.flush();
+            return;
         }
     }
-    kernel::for_each_marked_f32(bytes, marks, hit);
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = prefilter;
+    marked_into(bytes.as_chunks::<4>().0, marks, &mut found);
+    found.flush();
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -223,31 +292,36 @@ mod x86 {
     };
 
     use super::{F32Lanes, Moments, Specials};
-    use crate::stats::kernel::{self, BLOOM_BITS, MARK_WORDS, Prefilter};
+    use crate::stats::kernel::{self, BLOOM_BITS, MARK_WORDS, Prefilter, Prefilter64};
+    use std::arch::x86_64::{
+        _mm512_castpd_si512, _mm512_cmp_pd_mask, _mm512_fmadd_pd, _mm512_loadu_pd,
+        _mm512_maskz_compress_epi64, _mm512_permutex2var_epi64, _mm512_reduce_pd,
+        _mm512_rorv_epi64, _mm512_srli_epi64, _mm512_test_epi64_mask,
+    };
 
     /// Low bits of an f32 key below its prefix.
     const LOW32: u32 = 32 - kernel::PREFIX_BITS;
 
-    /// [`kernel::count_prefixes_f32`] compiled for AVX2.
+    /// [`kernel::count_prefixes`] compiled for AVX2.
     #[target_feature(enable = "avx2")]
-    pub(super) fn count_prefixes_f32(
-        bytes: &[u8],
-        ahead: &[u8],
+    pub(super) fn count_prefixes_256<K: kernel::Keyed>(
+        vals: &[K],
+        ahead: &[K],
         idx: &mut [u32; kernel::PART],
         table: &mut kernel::Tally<'_>,
     ) {
-        kernel::count_prefixes_f32(bytes, ahead, idx, table);
+        kernel::count_prefixes(vals, ahead, idx, table);
     }
 
-    /// [`kernel::count_prefixes_f32`] compiled for AVX-512.
+    /// [`kernel::count_prefixes`] compiled for AVX-512.
     #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
-    pub(super) fn count_prefixes_f32_512(
-        bytes: &[u8],
-        ahead: &[u8],
+    pub(super) fn count_prefixes_512<K: kernel::Keyed>(
+        vals: &[K],
+        ahead: &[K],
         idx: &mut [u32; kernel::PART],
         table: &mut kernel::Tally<'_>,
     ) {
-        kernel::count_prefixes_f32(bytes, ahead, idx, table);
+        kernel::count_prefixes(vals, ahead, idx, table);
     }
 
     /// [`kernel::block_f64_in`] compiled for AVX2.
@@ -262,24 +336,24 @@ mod x86 {
         kernel::block_f64_in(vals, smallest_normal)
     }
 
-    /// [`kernel::for_each_marked_f32`] compiled for AVX2.
+    /// [`kernel::for_each_marked`] compiled for AVX2.
     #[target_feature(enable = "avx2")]
-    pub(super) fn for_each_marked_f32(
-        bytes: &[u8],
+    pub(super) fn for_each_marked_256<K: kernel::Keyed>(
+        vals: &[K],
         marks: &[u64; MARK_WORDS],
-        hit: &mut dyn FnMut(u64),
+        found: &mut kernel::Hits<'_>,
     ) {
-        kernel::for_each_marked_f32(bytes, marks, hit);
+        kernel::for_each_marked(vals, marks, found);
     }
 
-    /// [`kernel::for_each_marked_f32`] compiled for AVX-512.
+    /// [`kernel::for_each_marked`] compiled for AVX-512.
     #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
-    pub(super) fn for_each_marked_f32_512(
-        bytes: &[u8],
+    pub(super) fn for_each_marked_512<K: kernel::Keyed>(
+        vals: &[K],
         marks: &[u64; MARK_WORDS],
-        hit: &mut dyn FnMut(u64),
+        found: &mut kernel::Hits<'_>,
     ) {
-        kernel::for_each_marked_f32(bytes, marks, hit);
+        kernel::for_each_marked(vals, marks, found);
     }
 
     /// Candidates of one block of the prefiltered filter.
@@ -332,7 +406,7 @@ mod x86 {
         bytes: &[u8],
         marks: &[u64; MARK_WORDS],
         pre: &Prefilter,
-        hit: &mut dyn FnMut(u64),
+        found: &mut kernel::Hits<'_>,
     ) {
         let half = |i: usize| -> __m512i {
             let mut w = [0u32; 16];
@@ -349,7 +423,7 @@ mod x86 {
             magnitude: _mm512_set1_epi32(0x7fff_ffff),
             one: _mm512_set1_epi32(1),
         };
-        let mut found = [0u32; CANDIDATES + 16];
+        let mut candidates = [0u32; CANDIDATES + 16];
         let (vals, _) = bytes.as_chunks::<4>();
         let whole = vals.len() / 16 * 16;
         let (groups, _) = vals.get(..whole).unwrap_or(&[]).as_chunks::<16>();
@@ -370,21 +444,93 @@ mod x86 {
                 let packed = _mm512_maskz_compress_epi32(mask, bits);
                 // At most CANDIDATES − 16 were stored before this group, so
                 // the 16 lanes fit.
-                if let Some(slot) = found.get_mut(n..n + 16) {
+                if let Some(slot) = candidates.get_mut(n..n + 16) {
                     // SAFETY: `slot` is 64 writable bytes.
                     unsafe { _mm512_storeu_si512(slot.as_mut_ptr().cast(), packed) };
                 }
                 n += mask.count_ones() as usize;
             }
-            for &b in found.get(..n).unwrap_or(&[]) {
+            for &b in candidates.get(..n).unwrap_or(&[]) {
                 let k = kernel::key32(b);
-                if kernel::marked(marks, k >> LOW32) {
-                    hit(u64::from(k));
-                }
+                found.keep(u64::from(k), kernel::marked(marks, k >> LOW32));
             }
         }
         // The last values (fewer than 16), as the portable filter does.
-        kernel::for_each_marked_f32(bytes.get(4 * whole..).unwrap_or(&[]), marks, hit);
+        kernel::for_each_marked_f32(bytes.get(4 * whole..).unwrap_or(&[]), marks, found);
+    }
+
+    /// [`super::for_each_marked_f64`] with a prefilter in AVX-512: eight
+    /// values at a time, the candidates of a block compressed into a
+    /// buffer, then looked up in the bitmap in order.
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+    pub(super) fn marked_near_f64_512(
+        vals: &[f64],
+        marks: &[u64; MARK_WORDS],
+        pre: &Prefilter64,
+        found: &mut kernel::Hits<'_>,
+    ) {
+        let half = |i: usize| -> __m512i {
+            let mut w = [0u32; 16];
+            w.copy_from_slice(&pre.bloom[16 * i..16 * i + 16]);
+            // SAFETY: 64 bytes of u32 into a 512-bit register.
+            unsafe { std::mem::transmute(w) }
+        };
+        // The bloom's 1024 bits as sixteen u64 words (word `i / 64`, bit
+        // `i mod 64`, as in the u32 words).
+        let bloom = [half(0), half(1)];
+        let origin = _mm512_set1_pd(pre.origin);
+        let scale = _mm512_set1_pd(pre.scale);
+        let slope = _mm512_set1_pd(pre.slope);
+        let margin = _mm512_set1_pd(pre.margin);
+        let magnitude = _mm512_set1_epi64(0x7fff_ffff_ffff_ffff);
+        let one = _mm512_set1_epi64(1);
+        let mut candidates = [0u64; CANDIDATES + 8];
+        let whole = vals.len() / 8 * 8;
+        let (groups, _) = vals.get(..whole).unwrap_or(&[]).as_chunks::<8>();
+        let step = CANDIDATES / 8;
+        for (b, block) in groups.chunks(step).enumerate() {
+            let next = groups.get((b + 1) * step..).unwrap_or(&[]);
+            let mut n = 0usize;
+            for (j, g) in block.iter().enumerate() {
+                // The next block, a line per group.
+                if let Some(line) = next.get(j) {
+                    super::prefetch(line);
+                }
+                // SAFETY: `g` is 64 readable bytes; the load has no
+                // alignment requirement.
+                let v = unsafe { _mm512_loadu_pd(g.as_ptr()) };
+                let bits = _mm512_castpd_si512(v);
+                // Near an edge: |t − round(t)| ≤ |x|·slope + margin.
+                let t = _mm512_mul_pd(_mm512_sub_pd(v, origin), scale);
+                let frac = _mm512_and_si512(
+                    _mm512_castpd_si512(_mm512_reduce_pd::<{ _MM_FROUND_TO_NEAREST_INT }>(t)),
+                    magnitude,
+                );
+                let abs = _mm512_castsi512_pd(_mm512_and_si512(bits, magnitude));
+                let limit = _mm512_fmadd_pd(abs, slope, margin);
+                let near = _mm512_cmp_pd_mask::<_CMP_LE_OQ>(_mm512_castsi512_pd(frac), limit);
+                // In the bloom: the permute reads the low 4 bits of its
+                // index, the rotation its count mod 64.
+                let word =
+                    _mm512_permutex2var_epi64(bloom[0], _mm512_srli_epi64::<50>(bits), bloom[1]);
+                let bit = _mm512_rorv_epi64(word, _mm512_srli_epi64::<44>(bits));
+                let mask = near | _mm512_test_epi64_mask(bit, one);
+                let packed = _mm512_maskz_compress_epi64(mask, bits);
+                // At most CANDIDATES − 8 were stored before this group, so
+                // the 8 lanes fit.
+                if let Some(slot) = candidates.get_mut(n..n + 8) {
+                    // SAFETY: `slot` is 64 writable bytes.
+                    unsafe { _mm512_storeu_si512(slot.as_mut_ptr().cast(), packed) };
+                }
+                n += mask.count_ones() as usize;
+            }
+            for &b in candidates.get(..n).unwrap_or(&[]) {
+                let k = kernel::Keyed::key(f64::from_bits(b));
+                found.keep(k, kernel::marked(marks, (k >> 44) as u32));
+            }
+        }
+        // The last values (fewer than 8), as the portable filter does.
+        kernel::for_each_marked(vals.get(whole..).unwrap_or(&[]), marks, found);
     }
 
     /// [`super::for_each_marked_f32`] with a prefilter in AVX2 (and no
@@ -396,7 +542,7 @@ mod x86 {
         bytes: &[u8],
         marks: &[u64; MARK_WORDS],
         pre: &Prefilter,
-        hit: &mut dyn FnMut(u64),
+        found: &mut kernel::Hits<'_>,
     ) {
         let quarter = |i: usize| -> __m256i {
             let mut w = [0u32; 8];
@@ -466,13 +612,11 @@ mod x86 {
                     let lane = mask.trailing_zeros() as usize;
                     mask &= mask - 1;
                     let k = keys.get(lane).copied().unwrap_or(0);
-                    if kernel::marked(marks, k >> LOW32) {
-                        hit(u64::from(k));
-                    }
+                    found.keep(u64::from(k), kernel::marked(marks, k >> LOW32));
                 }
             }
         }
-        kernel::for_each_marked_f32(bytes.get(4 * whole..).unwrap_or(&[]), marks, hit);
+        kernel::for_each_marked_f32(bytes.get(4 * whole..).unwrap_or(&[]), marks, found);
     }
 
     /// An AVX2 register of u32 lanes as an array.
@@ -829,21 +973,37 @@ mod tests {
     }
 
     type CountCopy = fn(&[u8], &[u8], &mut [u32; kernel::PART], &mut kernel::Tally<'_>);
-    type FilterCopy = fn(&[u8], &[u64; kernel::MARK_WORDS], &mut dyn FnMut(u64));
-    type NearCopy = fn(&[u8], &[u64; kernel::MARK_WORDS], &kernel::Prefilter, &mut dyn FnMut(u64));
+    type FilterCopy = fn(&[u8], &[u64; kernel::MARK_WORDS], &mut dyn FnMut(&[u64]));
+    type NearCopy =
+        fn(&[u8], &[u64; kernel::MARK_WORDS], &kernel::Prefilter, &mut dyn FnMut(&[u64]));
+
+    /// The keys the portable filter finds in f32 bytes.
+    fn portable_hits(bytes: &[u8], marks: &[u64; kernel::MARK_WORDS]) -> Vec<u64> {
+        let mut out = Vec::new();
+        let mut sink = |ks: &[u64]| out.extend_from_slice(ks);
+        let mut found = kernel::Hits::new(&mut sink);
+        kernel::for_each_marked_f32(bytes, marks, &mut found);
+        found.flush();
+        out
+    }
+
+    /// Little-endian f32 values as the prefix loops read them.
+    fn f32s(bytes: &[u8]) -> &[[u8; 4]] {
+        bytes.as_chunks::<4>().0
+    }
 
     /// The dispatching counter and every vector copy this CPU can run.
     fn copies_of_count() -> Vec<CountCopy> {
-        let mut out: Vec<CountCopy> = vec![count_prefixes_f32];
+        let mut out: Vec<CountCopy> = vec![|b, a, i, t| count_prefixes(f32s(b), f32s(a), i, t)];
         #[cfg(target_arch = "x86_64")]
         {
             if avx2() {
                 // SAFETY: only called on this CPU, which has AVX2 (checked).
-                out.push(|b, a, i, t| unsafe { x86::count_prefixes_f32(b, a, i, t) });
+                out.push(|b, a, i, t| unsafe { x86::count_prefixes_256(f32s(b), f32s(a), i, t) });
             }
             if avx512() {
                 // SAFETY: only called on this CPU, which has AVX-512 (checked).
-                out.push(|b, a, i, t| unsafe { x86::count_prefixes_f32_512(b, a, i, t) });
+                out.push(|b, a, i, t| unsafe { x86::count_prefixes_512(f32s(b), f32s(a), i, t) });
             }
         }
         out
@@ -856,11 +1016,21 @@ mod tests {
         {
             if avx2() {
                 // SAFETY: only called on this CPU, which has AVX2 (checked).
-                out.push(|b, m, h| unsafe { x86::for_each_marked_f32(b, m, h) });
+                out.push(|b, m, h| {
+                    let mut found = kernel::Hits::new(h);
+                    // SAFETY: as above.
+                    unsafe { x86::for_each_marked_256(f32s(b), m, &mut found) };
+                    found.flush();
+                });
             }
             if avx512() {
                 // SAFETY: only called on this CPU, which has AVX-512 (checked).
-                out.push(|b, m, h| unsafe { x86::for_each_marked_f32_512(b, m, h) });
+                out.push(|b, m, h| {
+                    let mut found = kernel::Hits::new(h);
+                    // SAFETY: as above.
+                    unsafe { x86::for_each_marked_512(f32s(b), m, &mut found) };
+                    found.flush();
+                });
             }
         }
         out
@@ -873,11 +1043,21 @@ mod tests {
         {
             if avx2() {
                 // SAFETY: only called on this CPU, which has AVX2 (checked).
-                out.push(|b, m, p, h| unsafe { x86::marked_near_f32(b, m, p, h) });
+                out.push(|b, m, p, h| {
+                    let mut found = kernel::Hits::new(h);
+                    // SAFETY: as above.
+                    unsafe { x86::marked_near_f32(b, m, p, &mut found) };
+                    found.flush();
+                });
             }
             if avx512() {
                 // SAFETY: only called on this CPU, which has AVX-512 (checked).
-                out.push(|b, m, p, h| unsafe { x86::marked_near_f32_512(b, m, p, h) });
+                out.push(|b, m, p, h| {
+                    let mut found = kernel::Hits::new(h);
+                    // SAFETY: as above.
+                    unsafe { x86::marked_near_f32_512(b, m, p, &mut found) };
+                    found.flush();
+                });
             }
         }
         out
@@ -1015,12 +1195,156 @@ mod tests {
                     <&[u64; MARK_WORDS]>::try_from(marks_here.as_slice()).expect("marks");
                 for shift in 0..4 {
                     let part = &bytes[shift..bytes.len() - (3 - shift)];
-                    let mut portable = Vec::new();
-                    kernel::for_each_marked_f32(part, marks_here, &mut |k| portable.push(k));
+                    let portable = portable_hits(part, marks_here);
                     for copy in copies_of_near() {
                         let mut hits = Vec::new();
-                        copy(part, marks_here, &pre, &mut |k| hits.push(k));
+                        copy(part, marks_here, &pre, &mut |ks| hits.extend_from_slice(ks));
                         assert_eq!(hits, portable, "offset {shift}, edges {with_edges}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// [`straddling`] of f64 values.
+    fn straddling64(vals: &[f64], bins: &FloatBins, min: f64, max: f64) -> Vec<u32> {
+        use crate::stats::float::FloatLane;
+        let low = 64 - kernel::PREFIX_BITS;
+        let mut buckets: Vec<u32> = vals
+            .iter()
+            .filter(|x| x.is_finite())
+            .map(|&x| kernel::Keyed::prefix(x))
+            .collect();
+        buckets.sort_unstable();
+        buckets.dedup();
+        buckets.retain(|&p| {
+            let first = u64::from(p) << low;
+            let lo = f64::from_key(first).max(min);
+            let hi = f64::from_key(first | ((1 << low) - 1)).min(max);
+            bins.bin_of(lo) != bins.bin_of(hi)
+        });
+        buckets
+    }
+
+    /// [`ranges`] of f64 values: mixed ones with every special code,
+    /// weights, a narrow range far from zero, subnormals only, a range
+    /// beside f64's largest values, a few distinct values.
+    fn ranges64() -> Vec<Vec<f64>> {
+        let unit = |i: usize| {
+            let r = (i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 11;
+            r as f64 / (1u64 << 53) as f64
+        };
+        let mixed = values_f64(23, 2 * BLOCK + 7, true, 0);
+        let weights = (0..3 * BLOCK)
+            .map(|i| (unit(i) - 0.5) * 0.1 * (unit(i + 7) - 0.5).signum())
+            .collect();
+        let narrow = (0..BLOCK).map(|i| 1.0 + unit(i) * 1e-9).collect();
+        let subnormal = (0..BLOCK)
+            .map(|i| f64::from_bits((unit(i) * 0xf_ffff_ffff_ffff_u64 as f64) as u64))
+            .collect();
+        let huge = (0..BLOCK).map(|i| (unit(i) - 0.5) * f64::MAX).collect();
+        let few = (0..BLOCK).map(|i| (i % 5) as f64 - 2.0).collect();
+        vec![mixed, weights, narrow, subnormal, huge, few]
+    }
+
+    /// The smallest and largest finite value.
+    fn range64(vals: &[f64]) -> (f64, f64) {
+        let finite = vals.iter().copied().filter(|x| x.is_finite());
+        let min = finite.clone().fold(f64::INFINITY, f64::min);
+        (min, finite.fold(f64::NEG_INFINITY, f64::max))
+    }
+
+    #[test]
+    fn the_f64_prefilter_passes_every_value_of_a_marked_bucket() {
+        for vals in ranges64() {
+            let (min, max) = range64(&vals);
+            for bins in [1, 7, 256, 1000, 65_536] {
+                let bins = FloatBins::new(min, max, bins);
+                let edges = straddling64(&vals, &bins, min, max);
+                let others: Vec<u32> = vals
+                    .iter()
+                    .step_by(301)
+                    .map(|&x| kernel::Keyed::prefix(x))
+                    .collect();
+                let Some(pre) = kernel::Prefilter64::new(Some((bins.edges(), min, max)), &others)
+                else {
+                    // Only where the range is near f64's largest, or so
+                    // narrow that bins per unit overflow.
+                    assert!(max - min > 1e300 || max - min < 1e-290, "{min} {max}");
+                    continue;
+                };
+                for &x in vals.iter().filter(|x| x.is_finite()) {
+                    let p = kernel::Keyed::prefix(x);
+                    if edges.binary_search(&p).is_ok() || others.contains(&p) {
+                        assert!(
+                            pre.passes(x),
+                            "{x} in marked bucket {p}, {} bins",
+                            bins.len()
+                        );
+                    }
+                }
+                // Values far from every edge fail it. An f64 bucket is
+                // eight times as wide as an f32 one: for these weights
+                // (uniform, not normal) about half of them pass.
+                let passed = vals.iter().filter(|x| pre.passes(**x)).count();
+                if bins.len() == 256 && max - min < 1.0 && max - min > 0.01 {
+                    assert!(passed * 3 < vals.len() * 2, "{passed} of {}", vals.len());
+                }
+            }
+        }
+        let bins = FloatBins::new(-f64::MAX, f64::MAX, 256);
+        assert!(kernel::Prefilter64::new(Some((bins.edges(), -f64::MAX, f64::MAX)), &[]).is_none());
+        assert!(kernel::Prefilter64::new(None, &[1, 2]).is_some());
+    }
+
+    #[test]
+    fn every_copy_of_the_f64_prefiltered_filter_agrees() {
+        use kernel::MARK_WORDS;
+        type Near64 = fn(&[f64], &[u64; MARK_WORDS], &kernel::Prefilter64, &mut dyn FnMut(&[u64]));
+        let mut copies: Vec<Near64> = vec![|v, m, p, h| for_each_marked_f64(v, m, Some(p), h)];
+        #[cfg(target_arch = "x86_64")]
+        if avx512() {
+            copies.push(|v, m, p, h| {
+                let mut found = kernel::Hits::new(h);
+                // SAFETY: only called on this CPU, which has AVX-512 (checked).
+                unsafe { x86::marked_near_f64_512(v, m, p, &mut found) };
+                found.flush();
+            });
+        }
+        for vals in ranges64() {
+            let (min, max) = range64(&vals);
+            let bins = FloatBins::new(min, max, 256);
+            let edges = straddling64(&vals, &bins, min, max);
+            let others: Vec<u32> = vals
+                .iter()
+                .step_by(97)
+                .map(|&x| kernel::Keyed::prefix(x))
+                .collect();
+            for with_edges in [true, false] {
+                let near = with_edges.then(|| (bins.edges(), min, max));
+                let Some(pre) = kernel::Prefilter64::new(near, &others) else {
+                    continue;
+                };
+                // Without the near test, only the others are marked.
+                let mut marks = vec![0u64; MARK_WORDS];
+                let marked: &[u32] = if with_edges { &edges } else { &[] };
+                for &p in marked.iter().chain(&others) {
+                    marks[p as usize / 64] |= 1 << (p % 64);
+                }
+                let marks = <&[u64; MARK_WORDS]>::try_from(marks.as_slice()).expect("marks");
+                // Every length from a whole number of blocks to a few
+                // values, so that the tails are taken too.
+                for len in [vals.len(), vals.len() - 5, 1027, 13, 0] {
+                    let part = &vals[vals.len() - len..];
+                    let mut portable = Vec::new();
+                    let mut sink = |ks: &[u64]| portable.extend_from_slice(ks);
+                    let mut found = kernel::Hits::new(&mut sink);
+                    kernel::for_each_marked(part, marks, &mut found);
+                    found.flush();
+                    for copy in &copies {
+                        let mut hits = Vec::new();
+                        copy(part, marks, &pre, &mut |ks| hits.extend_from_slice(ks));
+                        assert_eq!(hits, portable, "{len} values, edges {with_edges}");
                     }
                 }
             }
@@ -1072,12 +1396,11 @@ mod tests {
                 }
             }
             let marks = <&[u64; MARK_WORDS]>::try_from(marks.as_slice()).expect("marks");
-            let mut portable = Vec::new();
-            kernel::for_each_marked_f32(part, marks, &mut |k| portable.push(k));
+            let portable = portable_hits(part, marks);
             assert!(!portable.is_empty());
             for copy in copies_of_filter() {
                 let mut hits = Vec::new();
-                copy(part, marks, &mut |k| hits.push(k));
+                copy(part, marks, &mut |ks| hits.extend_from_slice(ks));
                 assert_eq!(hits, portable, "offset {shift}");
             }
         }
@@ -1144,6 +1467,103 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    #[test]
+    fn every_copy_of_the_f64_prefix_loops_agrees() {
+        use kernel::{BUCKETS, MARK_WORDS};
+        type Count64 = fn(&[f64], &[f64], &mut [u32; kernel::PART], &mut kernel::Tally<'_>);
+        type Filter64 = fn(&[f64], &[u64; MARK_WORDS], &mut dyn FnMut(&[u64]));
+        let mut counts: Vec<Count64> = vec![count_prefixes];
+        let mut filters: Vec<Filter64> = vec![for_each_marked];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if avx2() {
+                // SAFETY: only called on this CPU, which has AVX2 (checked).
+                counts.push(|v, a, i, t| unsafe { x86::count_prefixes_256(v, a, i, t) });
+                // SAFETY: as above.
+                filters.push(|v, m, h| {
+                    let mut found = kernel::Hits::new(h);
+                    // SAFETY: as above.
+                    unsafe { x86::for_each_marked_256(v, m, &mut found) };
+                    found.flush();
+                });
+            }
+            if avx512() {
+                // SAFETY: only called on this CPU, which has AVX-512 (checked).
+                counts.push(|v, a, i, t| unsafe { x86::count_prefixes_512(v, a, i, t) });
+                // SAFETY: as above.
+                filters.push(|v, m, h| {
+                    let mut found = kernel::Hits::new(h);
+                    // SAFETY: as above.
+                    unsafe { x86::for_each_marked_512(v, m, &mut found) };
+                    found.flush();
+                });
+            }
+        }
+        // Every kind of value, of magnitudes that spread over many
+        // exponents, and a run in one bucket that wraps its byte twice.
+        let mut vals = values_f64(9, 3 * BLOCK + 11, true, 0);
+        vals.extend(values_f64(10, 999, true, -700));
+        vals.splice(1000..1000, [1.5f64; 700]);
+        let counted = |copy: Count64| {
+            let mut low = vec![0u8; BUCKETS];
+            let mut wraps = vec![0u32; BUCKETS];
+            let mut idx = [0u32; kernel::PART];
+            let mut out = Vec::new();
+            if let (Ok(low), Ok(wraps)) = (
+                <&mut [u8; BUCKETS]>::try_from(low.as_mut_slice()),
+                <&mut [u32; BUCKETS]>::try_from(wraps.as_mut_slice()),
+            ) {
+                let mut tally = kernel::Tally { low, wraps };
+                for (i, block) in vals.chunks(777).enumerate() {
+                    let ahead = vals.get((i + 1) * 777..).unwrap_or(&[]);
+                    copy(block, ahead, &mut idx, &mut tally);
+                }
+                out = (0..BUCKETS).map(|p| tally.get(p)).collect();
+            }
+            out
+        };
+        // The portable count, against keys made one by one.
+        let a = counted(kernel::count_prefixes);
+        let key = |x: f64| {
+            let b = x.to_bits();
+            if b >> 63 == 1 { !b } else { b | 1 << 63 }
+        };
+        let bucket = |k: u64| (k >> (64 - kernel::PREFIX_BITS)) as usize;
+        let mut expected = vec![0u64; BUCKETS];
+        for &x in &vals {
+            expected[bucket(key(x))] += 1;
+        }
+        assert!(a == expected);
+        assert!(a.iter().any(|&c| c > 512));
+        for copy in counts {
+            assert!(counted(copy) == a);
+        }
+        let mut marks = vec![0u64; MARK_WORDS];
+        for (p, &c) in a.iter().enumerate() {
+            if c > 0 && p % 3 == 0 {
+                marks[p / 64] |= 1 << (p % 64);
+            }
+        }
+        let marks = <&[u64; MARK_WORDS]>::try_from(marks.as_slice()).expect("marks");
+        let mut portable = Vec::new();
+        let mut sink = |ks: &[u64]| portable.extend_from_slice(ks);
+        let mut found = kernel::Hits::new(&mut sink);
+        kernel::for_each_marked(&vals, marks, &mut found);
+        found.flush();
+        let want: Vec<u64> = vals
+            .iter()
+            .map(|&x| key(x))
+            .filter(|&k| kernel::marked(marks, bucket(k) as u32))
+            .collect();
+        assert!(!want.is_empty());
+        assert_eq!(portable, want);
+        for copy in filters {
+            let mut hits = Vec::new();
+            copy(&vals, marks, &mut |ks| hits.extend_from_slice(ks));
+            assert_eq!(hits, portable);
         }
     }
 

@@ -29,12 +29,14 @@ use super::{Pass1Totals, for_each_block, histogram_counts, moments_pass, tiny_bi
 use crate::jobs::{CancelToken, Cancelled, Progress};
 use crate::stats::bins::{FloatBins, QUANTILES, nearest_rank};
 use crate::stats::kernel::{
-    BLOCK, BUCKETS, Lane, MARK_WORDS, PART, PREFIX_BITS, Prefilter, Specials, Tally, Wide,
-    count_prefixes_keys, for_each_marked_key,
+    BLOCK, BUCKETS, Keyed, Lane, MARK_WORDS, PART, PREFIX_BITS, Prefilter, Prefilter64, Specials,
+    Tally, Wide,
 };
 use crate::stats::refine::{KeySource, Target, refine};
 use crate::stats::report::Sigma6;
-use crate::stats::simd::{block_wide, count_prefixes_f32, for_each_marked_f32};
+use crate::stats::simd::{
+    block_wide, count_prefixes, for_each_marked, for_each_marked_f32, for_each_marked_f64,
+};
 use crate::stats::{
     Histogram, Quantiles, Scalar, StatsOptions, ValueStats, empty_histogram, log2_histogram,
     par_chunks,
@@ -259,7 +261,6 @@ pub(crate) fn stats<V: View>(
     let n = view.len();
     let chunk = (crate::stats::CHUNK_BYTES / view.element_bytes()).max(1);
     let tiny = view.smallest_normal();
-    let key_bits = V::T::KEY_BITS;
     // Pass 1: specials, moments and prefix counts.
     // One table per thread of the pool rather than per piece of work that
     // the pool splits off: the tables are merged once per thread, not once
@@ -288,36 +289,33 @@ pub(crate) fn stats<V: View>(
             let Some(mut table) = counts.tally() else {
                 return;
             };
+            let mut idx = [0u32; PART];
             if let Some((Wide::F32, raw)) = view.raw(range.clone()) {
                 let tiny = tiny_bits(tiny);
-                let step = 4 * BLOCK;
-                let mut idx = [0u32; PART];
-                for (i, block) in raw.chunks(step).enumerate() {
-                    let next = raw.get((i + 1) * step..).unwrap_or(&[]);
-                    let (sp, m) = block_wide(Wide::F32, block, tiny);
+                let (raw, _) = raw.as_chunks::<4>();
+                for (i, block) in raw.chunks(BLOCK).enumerate() {
+                    let next = raw.get((i + 1) * BLOCK..).unwrap_or(&[]);
+                    let (sp, m) = block_wide(Wide::F32, block.as_flattened(), tiny);
                     acc.specials.merge(&sp);
                     acc.moments.merge(&m);
-                    count_prefixes_f32(
-                        block,
-                        next.get(..step).unwrap_or(next),
-                        &mut idx,
-                        &mut table,
-                    );
+                    let ahead = next.get(..BLOCK).unwrap_or(next);
+                    count_prefixes(block, ahead, &mut idx, &mut table);
+                }
+            } else if let Some(vals) = view.in_place(range.clone()) {
+                for (i, block) in vals.chunks(BLOCK).enumerate() {
+                    let next = vals.get((i + 1) * BLOCK..).unwrap_or(&[]);
+                    let (sp, m) = V::T::summarize(block, tiny);
+                    acc.specials.merge(&sp);
+                    acc.moments.merge(&m);
+                    let ahead = next.get(..BLOCK).unwrap_or(next);
+                    count_prefixes(block, ahead, &mut idx, &mut table);
                 }
             } else {
-                let mut keys = [0u64; BLOCK];
                 for_each_block(view, range, |vals| {
                     let (sp, m) = V::T::summarize(vals, tiny);
                     acc.specials.merge(&sp);
                     acc.moments.merge(&m);
-                    for (k, x) in keys.iter_mut().zip(vals) {
-                        *k = x.key();
-                    }
-                    count_prefixes_keys(
-                        keys.get(..vals.len()).unwrap_or(&[]),
-                        key_bits,
-                        &mut table,
-                    );
+                    count_prefixes(vals, &[], &mut idx, &mut table);
                 });
             }
             counts.touch::<V::T>(&acc.specials);
@@ -442,6 +440,14 @@ pub(crate) fn stats<V: View>(
     } else {
         None
     };
+    // The same for f64 values, in f64 arithmetic.
+    let prefilter64 = if V::T::KEY_BITS == 64 {
+        let others: Vec<u32> = kept.iter().chain(&cut).copied().collect();
+        let edges = (!straddling.is_empty()).then(|| (bins.edges(), sp.min, sp.max));
+        Prefilter64::new(edges, &others)
+    } else {
+        None
+    };
     let Ok(marks) = <&[u64; MARK_WORDS]>::try_from(marked.words.as_slice()) else {
         return Ok(stats);
     };
@@ -457,38 +463,39 @@ pub(crate) fn stats<V: View>(
             if bin_all {
                 histogram_counts(view, range.clone(), &bins, extra);
             }
-            let mut hit = |key: u64| {
-                let Some(e) = marked.entry((key >> low) as u32) else {
-                    return;
-                };
-                if e.straddles {
-                    let bin = if e.steps_known {
-                        e.base + usize::from(key >= e.steps[0]) + usize::from(key >= e.steps[1])
-                    } else {
-                        bins.bin_of(V::T::from_key(key).to_f64())
+            let filter = |vals: &[V::T], hits: &mut dyn FnMut(&[u64])| match V::T::f64s(vals) {
+                Some(vals) => for_each_marked_f64(vals, marks, prefilter64.as_ref(), hits),
+                None => for_each_marked(vals, marks, hits),
+            };
+            let mut hits = |keys: &[u64]| {
+                for &key in keys {
+                    let Some(e) = marked.entry((key >> low) as u32) else {
+                        continue;
                     };
-                    if let Some(slot) = extra.get_mut(bin) {
-                        *slot += 1;
+                    if e.straddles {
+                        let bin = if e.steps_known {
+                            e.base + usize::from(key >= e.steps[0]) + usize::from(key >= e.steps[1])
+                        } else {
+                            bins.bin_of(V::T::from_key(key).to_f64())
+                        };
+                        if let Some(slot) = extra.get_mut(bin) {
+                            *slot += 1;
+                        }
                     }
-                }
-                if let Some(list) = members.get_mut(e.kept as usize) {
-                    list.push(key);
-                }
-                if e.cut && sigma.is_some_and(|s| s.beyond(V::T::from_key(key).to_f64())) {
-                    *beyond += 1;
+                    if let Some(list) = members.get_mut(e.kept as usize) {
+                        list.push(key);
+                    }
+                    if e.cut && sigma.is_some_and(|s| s.beyond(V::T::from_key(key).to_f64())) {
+                        *beyond += 1;
+                    }
                 }
             };
             if let Some((Wide::F32, raw)) = view.raw(range.clone()) {
-                for_each_marked_f32(raw, marks, prefilter.as_ref(), &mut hit);
+                for_each_marked_f32(raw, marks, prefilter.as_ref(), &mut hits);
+            } else if let Some(vals) = view.in_place(range.clone()) {
+                filter(vals, &mut hits);
             } else {
-                let mut keys = [0u64; BLOCK];
-                for_each_block(view, range, |vals| {
-                    for (k, x) in keys.iter_mut().zip(vals) {
-                        *k = x.key();
-                    }
-                    let keys = keys.get(..vals.len()).unwrap_or(&[]);
-                    for_each_marked_key(keys, key_bits, marks, &mut hit);
-                });
+                for_each_block(view, range, |vals| filter(vals, &mut hits));
             }
             progress.add(bytes);
         },

@@ -8,21 +8,21 @@ use super::tiny_bits;
 use crate::dtype::Dtype;
 use crate::dtype::decode::{BitOrder, decode_c64_f32, decode_f32, decode_f64};
 use crate::stats::kernel::Wide;
-use crate::stats::kernel::{BLOCK, Lane, Specials, exponents_f32, exponents_f64, f32_bytes};
+use crate::stats::kernel::{BLOCK, Keyed, Lane, Specials, exponents_f32, exponents_f64, f32_bytes};
 use crate::stats::moments::Moments;
-use crate::stats::simd::{block_f64, block_wide};
+use crate::stats::simd::{block_f64, block_wide, f64s};
 use crate::stats::smallest_normal;
 
 /// A float type the passes run on (f32 for F32 and the C64 parts, f64 for
 /// F64 and C64 magnitudes).
-pub(crate) trait FloatLane: Lane {
+pub(crate) trait FloatLane: Lane + Keyed {
     /// Size of the exponent-count table used by [`FloatLane::count_exponents`].
     const EXPONENT_TABLE: usize;
     /// Exponent bias (127 for f32, 1023 for f64).
     const BIAS: i32;
     /// Exponent field of the largest (all-ones) code.
     const MAX_FIELD: usize;
-    /// Significant bits of [`FloatLane::key`].
+    /// Significant bits of [`Keyed::key`].
     const KEY_BITS: u32;
     /// Specials, range and moments of a block.
     fn summarize(vals: &[Self], smallest_normal: f64) -> (Specials, Moments);
@@ -30,14 +30,14 @@ pub(crate) trait FloatLane: Lane {
     fn count_exponents(vals: &[Self], table: &mut [u32]);
     /// Exponent-field totals from such a table.
     fn fold_exponents(table: &[u32], totals: &mut [u64]);
-    /// Order-preserving key (−0 just below +0).
-    fn key(self) -> u64;
     /// The exponent field of the value's bits.
     fn field(self) -> usize;
-    /// The inverse of [`FloatLane::key`].
+    /// The inverse of [`Keyed::key`].
     fn from_key(key: u64) -> Self;
     /// A value of the type (exact for the range of a view's values).
     fn from_f64(x: f64) -> Self;
+    /// The values as f64, when they are (for the f64 filter).
+    fn f64s(vals: &[Self]) -> Option<&[f64]>;
 }
 
 impl FloatLane for f32 {
@@ -74,12 +74,6 @@ impl FloatLane for f32 {
     fn field(self) -> usize {
         ((self.to_bits() >> 23) & 0xff) as usize
     }
-    fn key(self) -> u64 {
-        // Branch-free (vectorises): flip every bit of negatives, the sign
-        // bit of the others.
-        let b = self.to_bits();
-        u64::from(b ^ (((b as i32) >> 31) as u32 | 0x8000_0000))
-    }
     fn from_key(key: u64) -> f32 {
         let k = key as u32;
         f32::from_bits(if k & 0x8000_0000 == 0 {
@@ -91,6 +85,9 @@ impl FloatLane for f32 {
     #[allow(clippy::cast_possible_truncation)]
     fn from_f64(x: f64) -> f32 {
         x as f32
+    }
+    fn f64s(_: &[f32]) -> Option<&[f64]> {
+        None
     }
 }
 
@@ -114,10 +111,6 @@ impl FloatLane for f64 {
     fn field(self) -> usize {
         ((self.to_bits() >> 52) & 0x7ff) as usize
     }
-    fn key(self) -> u64 {
-        let b = self.to_bits();
-        b ^ (((b as i64) >> 63) as u64 | (1 << 63))
-    }
     fn from_key(key: u64) -> f64 {
         f64::from_bits(if key >> 63 == 0 {
             !key
@@ -127,6 +120,9 @@ impl FloatLane for f64 {
     }
     fn from_f64(x: f64) -> f64 {
         x
+    }
+    fn f64s(vals: &[f64]) -> Option<&[f64]> {
+        Some(vals)
     }
 }
 
@@ -146,6 +142,14 @@ pub(crate) trait View: Sync {
     /// one of the [`Wide`] formats as stored (F32, F16, BF16 tensors): the
     /// fused scan then reads the mapped bytes without decoding them first.
     fn raw(&self, range: Range<u64>) -> Option<(Wide, &[u8])> {
+        let _ = range;
+        None
+    }
+    /// The elements `range` in place, when the view's bytes are already
+    /// values of its lane type, aligned (an F64 tensor on this
+    /// little-endian CPU): the passes then read the mapped bytes, with no
+    /// copy into a buffer.
+    fn in_place(&self, range: Range<u64>) -> Option<&[Self::T]> {
         let _ = range;
         None
     }
@@ -230,6 +234,9 @@ impl View for F64View<'_> {
     }
     fn smallest_normal(&self) -> f64 {
         f64::MIN_POSITIVE
+    }
+    fn in_place(&self, range: Range<u64>) -> Option<&[f64]> {
+        f64s(byte_range(self.0, range, 8)?)
     }
 }
 

@@ -179,7 +179,9 @@ pub(crate) use histogram::{
 pub(crate) use moments::{
     F32Lanes, Wide, block_f64, block_f64_in, block_f64_with, block_wide, f32_bytes, scan_groups,
 };
+#[cfg(test)]
+pub(crate) use prefix::count_prefixes_f32;
 pub(crate) use prefix::{
-    BLOOM_BITS, BUCKETS, MARK_WORDS, PART, PREFIX_BITS, Prefilter, Tally, count_prefixes_f32,
-    count_prefixes_keys, for_each_marked_f32, for_each_marked_key, key32, marked,
+    BLOOM_BITS, BUCKETS, Hits, Keyed, MARK_WORDS, PART, PREFIX_BITS, Prefilter, Prefilter64, Tally,
+    count_prefixes, for_each_marked, for_each_marked_f32, key32, marked,
 };

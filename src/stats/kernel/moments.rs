@@ -252,26 +252,42 @@ pub(crate) fn f32_bytes<'a>(vals: &[f32], out: &'a mut [u8]) -> &'a [u8] {
 #[allow(clippy::inline_always)]
 #[inline(always)]
 fn range_of<T: Lane>(vals: &[T], lowest: T, highest: T) -> (T, T) {
-    let mut mn = [highest; 8];
-    let mut mx = [lowest; 8];
     let (chunks, rest) = vals.as_chunks::<8>();
-    for c in chunks {
-        for j in 0..8 {
-            mn[j] = if c[j] < mn[j] { c[j] } else { mn[j] };
-            mx[j] = if c[j] > mx[j] { c[j] } else { mx[j] };
+    // The minima and the maxima in a pass each: in one loop, the
+    // vectoriser packs both into one register and shuffles it at every
+    // step, at several times the cost of the two passes.
+    let mut mn = lane_best(chunks, highest, |x, m| x < m);
+    let mut mx = lane_best(chunks, lowest, |x, m| x > m);
+    for &x in rest {
+        if x < mn[0] {
+            mn[0] = x;
+        }
+        if x > mx[0] {
+            mx[0] = x;
         }
     }
-    for &x in rest {
-        mn[0] = if x < mn[0] { x } else { mn[0] };
-        mx[0] = if x > mx[0] { x } else { mx[0] };
+    let pick = |lanes: [T; 8], better: fn(T, T) -> bool| {
+        lanes
+            .into_iter()
+            .fold(lanes[0], |m, x| if better(x, m) { x } else { m })
+    };
+    (pick(mn, |x, m| x < m), pick(mx, |x, m| x > m))
+}
+
+/// Lane `j` of the result is the best (by `better`, the first among
+/// equals) of `init` and the values `chunks[i][j]`.
+#[allow(clippy::inline_always)]
+#[inline(always)]
+fn lane_best<T: Lane>(chunks: &[[T; 8]], init: T, better: impl Fn(T, T) -> bool) -> [T; 8] {
+    let mut m = [init; 8];
+    for c in chunks {
+        for j in 0..8 {
+            if better(c[j], m[j]) {
+                m[j] = c[j];
+            }
+        }
     }
-    let mut lo = highest;
-    let mut hi = lowest;
-    for j in 0..8 {
-        lo = if mn[j] < lo { mn[j] } else { lo };
-        hi = if mx[j] > hi { mx[j] } else { hi };
-    }
-    (lo, hi)
+    m
 }
 
 /// Summarises a block of f64 values. Squares of values beyond 2^±400 would

@@ -1,7 +1,7 @@
 //! Key-prefix counting and the filter of marked prefixes: the two hot
 //! loops of the exact float scan (`float/exact.rs`).
 //!
-//! A key is the order-preserving integer of a float (`FloatLane::key`);
+//! A key is the order-preserving integer of a float (`Keyed::key`);
 //! its top [`PREFIX_BITS`] bits name a bucket. For f32 that is the sign,
 //! the exponent and the top 11 mantissa bits, so a bucket spans a relative
 //! width of at most 2^−11 and a 256-bin histogram of weights has one
@@ -25,22 +25,74 @@ pub(crate) fn key32(bits: u32) -> u32 {
     bits ^ ((((bits as i32) >> 31) as u32) | 0x8000_0000)
 }
 
-/// Counts the key prefixes of little-endian f32 values into `tally`.
-/// While it counts it asks for the bytes of `ahead` (the next block) a
-/// cache line per 16 values, so that they arrive while this block is
-/// counted, without filling the CPU's queue of misses at once.
+/// A value as the prefix loops read it: the little-endian bytes of an
+/// f32 as stored, or an f32 or f64 value.
+pub(crate) trait Keyed: Copy {
+    /// The value's order-preserving key (−0 just below +0; branch-free, so
+    /// that its loops vectorise).
+    fn key(self) -> u64;
+    /// Its key's top [`PREFIX_BITS`] bits: the bucket.
+    fn prefix(self) -> u32;
+}
+
+impl Keyed for [u8; 4] {
+    #[allow(clippy::inline_always)]
+    #[inline(always)]
+    fn key(self) -> u64 {
+        u64::from(key32(u32::from_le_bytes(self)))
+    }
+    #[allow(clippy::inline_always)]
+    #[inline(always)]
+    fn prefix(self) -> u32 {
+        key32(u32::from_le_bytes(self)) >> LOW32
+    }
+}
+
+impl Keyed for f32 {
+    #[allow(clippy::inline_always)]
+    #[inline(always)]
+    fn key(self) -> u64 {
+        u64::from(key32(self.to_bits()))
+    }
+    #[allow(clippy::inline_always)]
+    #[inline(always)]
+    fn prefix(self) -> u32 {
+        key32(self.to_bits()) >> LOW32
+    }
+}
+
+impl Keyed for f64 {
+    #[allow(clippy::inline_always)]
+    #[inline(always)]
+    fn key(self) -> u64 {
+        let b = self.to_bits();
+        b ^ (((b as i64) >> 63) as u64 | (1 << 63))
+    }
+    #[allow(clippy::inline_always)]
+    #[inline(always)]
+    fn prefix(self) -> u32 {
+        (self.key() >> (64 - PREFIX_BITS)) as u32
+    }
+}
+
+/// Counts the key prefixes of `vals` into `tally`. While it counts it asks
+/// for `ahead` (the next block) a cache line at a time, so that it arrives
+/// while this block is counted, without filling the CPU's queue of misses
+/// at once.
 // Inlined into the vector copies of [`crate::stats::simd`], which compile it
 // once more for their targets.
 #[allow(clippy::inline_always)]
 #[inline(always)]
-pub(crate) fn count_prefixes_f32(
-    bytes: &[u8],
-    ahead: &[u8],
+pub(crate) fn count_prefixes<K: Keyed>(
+    vals: &[K],
+    ahead: &[K],
     idx: &mut [u32; PART],
     tally: &mut Tally<'_>,
 ) {
-    let (vals, _) = bytes.as_chunks::<4>();
-    let mut lines = ahead.chunks(64);
+    // Values per cache line, and lines per 16 values.
+    let per_line = (64 / size_of::<K>()).max(1);
+    let lines_per_16 = (16 / per_line).max(1);
+    let mut lines = ahead.chunks(per_line);
     let mut add = |i: u32| tally.add(i);
     // The keys of a whole part first (a loop the compiler vectorises), then
     // the adds: a part long enough that the vector stores of its keys have
@@ -51,14 +103,16 @@ pub(crate) fn count_prefixes_f32(
     // an add that waits for the one before it to reach memory stalls.
     // `idx` is the caller's, so that it is not cleared for every block.
     for part in vals.chunks(PART) {
-        for (o, c) in idx.iter_mut().zip(part) {
-            *o = key32(u32::from_le_bytes(*c)) >> LOW32;
+        for (o, &c) in idx.iter_mut().zip(part) {
+            *o = c.prefix();
         }
         let keys = idx.get(..part.len()).unwrap_or(&[]);
         let (a, b) = keys.split_at(keys.len() / 2);
         for (a8, b8) in a.chunks(8).zip(b.chunks(8)) {
-            if let Some(line) = lines.next() {
-                crate::stats::simd::prefetch(line);
+            for _ in 0..lines_per_16 {
+                if let Some(line) = lines.next() {
+                    crate::stats::simd::prefetch(line);
+                }
             }
             for (&x, &y) in a8.iter().zip(b8) {
                 add(x);
@@ -74,16 +128,24 @@ pub(crate) fn count_prefixes_f32(
     }
 }
 
-/// Values whose keys [`count_prefixes_f32`] computes before it adds them.
-pub(crate) const PART: usize = 2048;
-
-/// Counts the prefixes of keys of `key_bits` significant bits.
-pub(crate) fn count_prefixes_keys(keys: &[u64], key_bits: u32, tally: &mut Tally<'_>) {
-    let shift = key_bits.saturating_sub(PREFIX_BITS);
-    for &k in keys {
-        tally.add((k >> shift) as u32);
-    }
+/// [`count_prefixes`] of little-endian f32 bytes.
+#[cfg(test)]
+pub(crate) fn count_prefixes_f32(
+    bytes: &[u8],
+    ahead: &[u8],
+    idx: &mut [u32; PART],
+    tally: &mut Tally<'_>,
+) {
+    count_prefixes(
+        bytes.as_chunks::<4>().0,
+        ahead.as_chunks::<4>().0,
+        idx,
+        tally,
+    );
 }
+
+/// Values whose keys [`count_prefixes`] computes before it adds them.
+pub(crate) const PART: usize = 2048;
 
 /// Counters of the [`BUCKETS`] prefixes: a byte each, and the times each
 /// byte wrapped. A byte table keeps the buckets that weights fill (some
@@ -124,45 +186,78 @@ pub(crate) fn marked(marks: &[u64; MARK_WORDS], p: u32) -> bool {
     (marks[(p >> 6) as usize & (MARK_WORDS - 1)] >> (p & 63)) & 1 != 0
 }
 
-/// Calls `hit` with the key of each little-endian f32 value whose bucket
-/// is marked, in order. Marked buckets are few: a group of sixteen is
-/// tested at once, and looked at value by value only when it holds one.
+/// Adds to `hits` the key of each value whose bucket is marked, in order.
+/// Marked buckets are few: a group of sixteen is tested at once, and
+/// looked at value by value only when it holds one, with no branch per
+/// value (in the buckets beside a bin edge, a value of a group is as
+/// likely to be marked as not).
 #[allow(clippy::inline_always)]
 #[inline(always)]
-pub(crate) fn for_each_marked_f32(
-    bytes: &[u8],
+pub(crate) fn for_each_marked<K: Keyed>(
+    vals: &[K],
     marks: &[u64; MARK_WORDS],
-    hit: &mut dyn FnMut(u64),
+    hits: &mut Hits<'_>,
 ) {
-    let (vals, _) = bytes.as_chunks::<4>();
     for part in vals.chunks(16) {
         let mut any = 0u64;
-        for c in part {
-            let p = key32(u32::from_le_bytes(*c)) >> LOW32;
+        for &c in part {
+            let p = c.prefix();
             any |= marks[(p >> 6) as usize & (MARK_WORDS - 1)] >> (p & 63);
         }
         if any & 1 != 0 {
-            for c in part {
-                let k = key32(u32::from_le_bytes(*c));
-                if marked(marks, k >> LOW32) {
-                    hit(u64::from(k));
-                }
+            for &c in part {
+                hits.keep(c.key(), marked(marks, c.prefix()));
             }
         }
     }
 }
 
-/// [`for_each_marked_f32`] of keys of `key_bits` significant bits.
-pub(crate) fn for_each_marked_key(
-    keys: &[u64],
-    key_bits: u32,
-    marks: &[u64; MARK_WORDS],
-    hit: &mut dyn FnMut(u64),
-) {
-    let shift = key_bits.saturating_sub(PREFIX_BITS);
-    for &k in keys {
-        if marked(marks, (k >> shift) as u32) {
-            hit(k);
+/// [`for_each_marked`] of little-endian f32 bytes.
+#[allow(clippy::inline_always)]
+#[inline(always)]
+pub(crate) fn for_each_marked_f32(bytes: &[u8], marks: &[u64; MARK_WORDS], hits: &mut Hits<'_>) {
+    for_each_marked(bytes.as_chunks::<4>().0, marks, hits);
+}
+
+/// Keys the filters found, handed to the caller's closure [`HITS`] at a
+/// time (one call per few hundred keys, not one per key).
+pub(crate) struct Hits<'a> {
+    keys: [u64; HITS],
+    n: usize,
+    out: &'a mut dyn FnMut(&[u64]),
+}
+
+/// Keys a [`Hits`] holds before it hands them on.
+const HITS: usize = 256;
+
+impl<'a> Hits<'a> {
+    pub(crate) fn new(out: &'a mut dyn FnMut(&[u64])) -> Self {
+        Self {
+            keys: [0; HITS],
+            n: 0,
+            out,
+        }
+    }
+
+    /// Keeps `key` when `keep` holds: written either way, counted only
+    /// then, so that the caller's loop has no branch on it.
+    #[allow(clippy::inline_always)]
+    #[inline(always)]
+    pub(crate) fn keep(&mut self, key: u64, keep: bool) {
+        if self.n == HITS {
+            self.flush();
+        }
+        if let Some(slot) = self.keys.get_mut(self.n) {
+            *slot = key;
+        }
+        self.n += usize::from(keep);
+    }
+
+    /// Hands the kept keys on.
+    pub(crate) fn flush(&mut self) {
+        if self.n > 0 {
+            (self.out)(self.keys.get(..self.n).unwrap_or(&[]));
+            self.n = 0;
         }
     }
 }
@@ -216,13 +311,7 @@ impl Prefilter {
     /// f32, bins narrow next to f32's precision): the caller filters by the
     /// bitmap alone.
     pub(crate) fn new(edges: Option<(&[f64], f64, f64)>, others: &[u32]) -> Option<Self> {
-        let mut bloom = [0u32; 32];
-        for &p in others {
-            let i = bloom_index(p);
-            if let Some(w) = bloom.get_mut((i / 32) as usize) {
-                *w |= 1 << (i % 32);
-            }
-        }
+        let bloom = bloom_of(others);
         let Some((edges, min, max)) = edges else {
             // No near test: |t − round(t)| ≥ 0 > −1, and NaN fails.
             return Some(Self {
@@ -242,14 +331,7 @@ impl Prefilter {
         }
         let exact_scale = bins / range;
         let scale = exact_scale as f32;
-        // How far each edge is from its ideal place, in bins (measured,
-        // plus the rounding of the measure).
-        let edge_error = edges
-            .iter()
-            .enumerate()
-            .map(|(i, &e)| ((e - min) * exact_scale - i as f64).abs())
-            .fold(0.0f64, f64::max)
-            + bins * 2f64.powi(-50);
+        let edge_error = edge_error(edges, min, exact_scale);
         // |t − t*| ≤ 4·2^−24·|t*| and |t*| ≤ bins for values in range;
         // a bucket below the normal range is narrower than 2^−137.
         let rest = bins * 2f64.powi(-22) + exact_scale * 2f64.powi(-137) + edge_error;
@@ -279,6 +361,97 @@ impl Prefilter {
         let t = (x - self.origin) * self.scale;
         let near = (t - t.round_ties_even()).abs() <= x.abs() * self.slope + self.margin;
         let i = (x.to_bits() >> LOW32) % BLOOM_BITS;
+        near || (self.bloom[(i / 32) as usize] >> (i % 32)) & 1 != 0
+    }
+}
+
+/// The bloom of [`Prefilter`] and [`Prefilter64`] for the buckets `others`.
+fn bloom_of(others: &[u32]) -> [u32; 32] {
+    let mut bloom = [0u32; 32];
+    for &p in others {
+        let i = bloom_index(p);
+        if let Some(w) = bloom.get_mut((i / 32) as usize) {
+            *w |= 1 << (i % 32);
+        }
+    }
+    bloom
+}
+
+/// How far the edges are from their ideal places `min + i/scale`, in bins
+/// (measured, plus the rounding of the measure).
+fn edge_error(edges: &[f64], min: f64, exact_scale: f64) -> f64 {
+    edges
+        .iter()
+        .enumerate()
+        .map(|(i, &e)| ((e - min) * exact_scale - i as f64).abs())
+        .fold(0.0f64, f64::max)
+        + edges.len() as f64 * 2f64.powi(-50)
+}
+
+/// [`Prefilter`] for f64 values, its near test in f64 arithmetic: a bucket
+/// of f64 keys spans a relative width of at most 2^−8 (2^−1030 below the
+/// normal range), and `margin` covers the roundings of `t` (at most
+/// `bins·2^−51`), those of the edges and those of the test itself. The
+/// bloom bit of a value is `(bits >> 44) mod 1024`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Prefilter64 {
+    pub origin: f64,
+    pub scale: f64,
+    pub slope: f64,
+    pub margin: f64,
+    pub bloom: [u32; 32],
+}
+
+impl Prefilter64 {
+    /// As [`Prefilter::new`], for f64 values.
+    pub(crate) fn new(edges: Option<(&[f64], f64, f64)>, others: &[u32]) -> Option<Self> {
+        let bloom = bloom_of(others);
+        let Some((edges, min, max)) = edges else {
+            return Some(Self {
+                origin: 0.0,
+                scale: 0.0,
+                slope: 0.0,
+                margin: -1.0,
+                bloom,
+            });
+        };
+        let bins = edges.len().checked_sub(1).filter(|&b| b > 0)? as f64;
+        let range = max - min;
+        if !(range > 0.0 && range.is_finite()) {
+            return None;
+        }
+        let exact_scale = bins / range;
+        let rest = bins * 2f64.powi(-50)
+            + exact_scale * 2f64.powi(-1030)
+            + edge_error(edges, min, exact_scale);
+        let margin = 2.0 * rest + 2f64.powi(-1000);
+        // The slope rounded up with room for the rounding of
+        // `|x|·slope + margin`.
+        let slope = exact_scale * 2f64.powi(-8) * (1.0 + 2f64.powi(-40));
+        // A subnormal slope would lose the relative precision its rounding
+        // up counts on.
+        let sound = exact_scale.is_finite()
+            && exact_scale > 0.0
+            && slope.is_finite()
+            && slope >= f64::MIN_POSITIVE
+            && margin.is_finite()
+            && margin < 0.25;
+        sound.then_some(Self {
+            origin: min,
+            scale: exact_scale,
+            slope,
+            margin,
+            bloom,
+        })
+    }
+
+    /// Whether the portable form of the two tests passes `x` (what the
+    /// vector copy computes, lane by lane; the tests check it).
+    #[cfg(test)]
+    pub(crate) fn passes(&self, x: f64) -> bool {
+        let t = (x - self.origin) * self.scale;
+        let near = (t - t.round_ties_even()).abs() <= x.abs().mul_add(self.slope, self.margin);
+        let i = ((x.to_bits() >> (64 - PREFIX_BITS)) % u64::from(BLOOM_BITS)) as u32;
         near || (self.bloom[(i / 32) as usize] >> (i % 32)) & 1 != 0
     }
 }

@@ -108,17 +108,28 @@ fn moments_only_scans_match_the_reference() {
 
 /// A header whose length is not a multiple of 4 puts every tensor's bytes
 /// at an odd address: the in-place kernels (and their vector loads) must
-/// give the same figures there.
+/// give the same figures there, and an F64 tensor, read in place where it
+/// is aligned and decoded where not, the same figures at each of the eight
+/// offsets. A small tensor (sorted) and one of the two-pass scan.
 #[test]
 fn tensors_at_unaligned_addresses() {
+    for n in [2 * 2048 + 7, 40_000 + 7] {
+        at_every_offset(n);
+    }
+}
+
+fn at_every_offset(n: usize) {
     let mut rng = Rng(5);
-    let n = 2 * 2048 + 7;
     let values: Vec<f64> = (0..n).map(|_| rng.normal() * 0.1).collect();
-    let encodings = wide_encodings(&values);
+    let mut encodings = wide_encodings(&values).to_vec();
+    encodings.push((
+        Dtype::F64,
+        values.iter().flat_map(|x| x.to_le_bytes()).collect(),
+    ));
     for (dtype, data) in encodings {
         let info = tensorscope::format::TensorInfo::new("t".into(), dtype, vec![n as u64], 0)
             .expect("whole bytes");
-        let mut shifted = vec![0u8; data.len() + 3];
+        let mut shifted = vec![0u8; data.len() + 7];
         for options in [
             full(),
             StatsOptions {
@@ -138,7 +149,7 @@ fn tensors_at_unaligned_addresses() {
                 .values
             };
             let aligned = run(&data);
-            for offset in 1..=3 {
+            for offset in 0..8 {
                 shifted[offset..offset + data.len()].copy_from_slice(&data);
                 let odd = run(&shifted[offset..offset + data.len()]);
                 assert_eq!(

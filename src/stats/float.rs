@@ -1,11 +1,10 @@
 //! F32, F64 and C64 tensors: views that decode blocks of values straight
 //! from the mapped bytes, and the passes over them.
 //!
-//! The default scan (every figure, exact quantiles) is `exact`'s: two
-//! passes whatever the data. The other modes are here: the moments only
-//! (one pass), and histograms with quantiles read from the linear bins
-//! (pass 1 counts, range, moments and exponent fields; pass 2 fills the
-//! linear histogram, whose range pass 1 found).
+//! The full scan (every figure) is `exact`'s: two passes whatever the
+//! data, with exact quantiles or, as asked, quantiles read from its exact
+//! linear histogram. The moments only (one pass, and one more for the
+//! values beyond 6σ when asked) are here.
 //!
 //! The views and the value types they decode into are in `views`.
 
@@ -18,15 +17,12 @@ pub(crate) use views::{C64Abs, C64Part, F32View, F64View, FloatLane, HalfView, V
 
 use super::bins::FloatBins;
 use super::kernel::{self, Wide};
-use super::kernel::{BLOCK, Lane, Specials, exponents_f32};
+use super::kernel::{BLOCK, Lane, Specials};
 use super::moments::Moments;
 use super::refine::bins_of_quantiles;
 use super::report::Sigma6;
 use super::simd::{block_wide, histogram_block, histogram_f32};
-use super::{
-    CHUNK_BYTES, Detail, Histogram, QuantileMode, Quantiles, Scalar, StatsOptions, ValueStats,
-    empty_histogram, par_chunks,
-};
+use super::{CHUNK_BYTES, Detail, Quantiles, Scalar, StatsOptions, ValueStats, par_chunks};
 use crate::jobs::{CancelToken, Cancelled, Progress};
 
 /// The magnitude bits of f32 values below `smallest_normal` (and not zero)
@@ -77,38 +73,20 @@ impl Pass1Totals {
     }
 }
 
-/// Adds the specials and moments of the elements `range` to `acc`; with a
-/// `table`, also counts f32 exponent fields (for the raw F32 path) or the
-/// lane type's (otherwise) into it.
-fn summarize_range<V: View>(
-    view: &V,
-    range: Range<u64>,
-    acc: &mut Pass1Totals,
-    table: Option<&mut [u32]>,
-) {
+/// Adds the specials and moments of the elements `range` to `acc`.
+fn summarize_range<V: View>(view: &V, range: Range<u64>, acc: &mut Pass1Totals) {
     if let Some((kind, raw)) = view.raw(range.clone()) {
         let tiny = tiny_bits(view.smallest_normal());
-        let mut table = table;
         for block in raw.chunks(kind.width() * BLOCK) {
             let (sp, m) = block_wide(kind, block, tiny);
             acc.specials.merge(&sp);
             acc.moments.merge(&m);
-            // Only F32 views run pass 1 with histograms.
-            if kind == Wide::F32
-                && let Some(t) = table.as_deref_mut()
-            {
-                exponents_f32(block, t);
-            }
         }
     } else {
-        let mut table = table;
         for_each_block(view, range, |vals| {
             let (sp, m) = V::T::summarize(vals, view.smallest_normal());
             acc.specials.merge(&sp);
             acc.moments.merge(&m);
-            if let Some(t) = table.as_deref_mut() {
-                V::T::count_exponents(vals, t);
-            }
         });
     }
 }
@@ -127,7 +105,7 @@ fn moments_pass<V: View>(
         Pass1Totals::default,
         |acc, range| {
             let bytes = (range.end - range.start) * view.element_bytes();
-            summarize_range(view, range, acc, None);
+            summarize_range(view, range, acc);
             progress.add(bytes);
         },
         |mut a, b| {
@@ -220,75 +198,18 @@ pub(crate) fn stats<V: View>(
         }
         return Ok(stats);
     }
-    if options.quantiles == QuantileMode::Exact {
-        return exact::stats(view, options, cancel, progress);
-    }
-    let n = view.len();
-    let chunk = (CHUNK_BYTES / view.element_bytes()).max(1);
-    let fields = V::T::MAX_FIELD + 1;
-    let (totals, exponent_counts) = par_chunks(
-        n,
-        chunk,
-        cancel,
-        || (Pass1Totals::default(), vec![0u64; fields]),
-        |(acc, exponents), range| {
-            let bytes = (range.end - range.start) * view.element_bytes();
-            let mut table = vec![0u32; V::T::EXPONENT_TABLE];
-            summarize_range(view, range, acc, Some(&mut table));
-            V::T::fold_exponents(&table, exponents);
-            progress.add(bytes);
-        },
-        |(mut a, mut ea), (b, eb)| {
-            a.merge(&b);
-            for (x, y) in ea.iter_mut().zip(&eb) {
-                *x += y;
-            }
-            (a, ea)
-        },
-    )?;
-    let sp = totals.specials;
-    let mut stats = totals.value_stats(n);
-    let finite_count = stats.finite;
-    let tiny = view.smallest_normal();
-    stats.log2_histogram = Some(exact::log2_of::<V::T>(
-        &exponent_counts,
-        tiny,
-        sp.zeros,
-        sp.subnormals,
-    ));
-    if finite_count == 0 {
-        stats.histogram = Some(empty_histogram());
-        stats.quantiles = Some(Quantiles([None; 9]));
-        return Ok(stats);
-    }
-    let bins = FloatBins::new(sp.min, sp.max, options.bins());
-    let len = bins.len();
-    let sigma = Sigma6::of(&stats);
-    let (counts, outliers) = par_chunks(
-        n,
-        chunk,
-        cancel,
-        || (vec![0u64; len], 0u64),
-        |(acc, outliers), range| {
-            let bytes = (range.end - range.start) * view.element_bytes();
-            histogram_counts(view, range.clone(), &bins, acc);
-            if let Some(s) = sigma {
-                *outliers += count_beyond(view, range, s);
-            }
-            progress.add(bytes);
-        },
-        |(mut a, oa), (b, ob)| {
-            for (x, y) in a.iter_mut().zip(&b) {
-                *x += y;
-            }
-            (a, oa + ob)
-        },
-    )?;
-    stats.outliers_6sigma = sigma.map(|_| outliers);
-    let edges = bins.edges();
+    // Quantiles read from the histogram take the same scan: its histogram
+    // is exact, and it bins only the values beside an edge value by value.
+    exact::stats(view, options, cancel, progress)
+}
+
+/// The quantiles read from a linear histogram: the middle of the bin that
+/// holds each rank, and the largest distance to the exact value (half the
+/// widest such bin).
+fn histogram_quantiles(counts: &[u64], finite: u64, edges: &[f64]) -> (Quantiles, f64) {
     let mut q = [None; 9];
     let mut error = 0f64;
-    for (slot, loc) in q.iter_mut().zip(&bins_of_quantiles(&counts, finite_count)) {
+    for (slot, loc) in q.iter_mut().zip(&bins_of_quantiles(counts, finite)) {
         if let Some((bin, _)) = *loc
             && let (Some(&lo), Some(&hi)) = (edges.get(bin), edges.get(bin + 1))
         {
@@ -297,13 +218,7 @@ pub(crate) fn stats<V: View>(
             *slot = Some(Scalar::float(mid));
         }
     }
-    stats.quantile_error = Some(error);
-    stats.quantiles = Some(Quantiles(q));
-    stats.histogram = Some(Histogram {
-        edges: edges.to_vec(),
-        counts,
-    });
-    Ok(stats)
+    (Quantiles(q), error)
 }
 
 /// Adds the first `acc.len()` counters of each table of `stride` counters.

@@ -25,7 +25,9 @@
 use std::sync::Mutex;
 
 use super::views::{FloatLane, View};
-use super::{Pass1Totals, for_each_block, histogram_counts, moments_pass, tiny_bits};
+use super::{
+    Pass1Totals, for_each_block, histogram_counts, histogram_quantiles, moments_pass, tiny_bits,
+};
 use crate::jobs::{CancelToken, Cancelled, Progress};
 use crate::stats::bins::{FloatBins, QUANTILES, nearest_rank};
 use crate::stats::kernel::{
@@ -38,8 +40,8 @@ use crate::stats::simd::{
     block_wide, count_prefixes, for_each_marked, for_each_marked_f32, for_each_marked_f64,
 };
 use crate::stats::{
-    Histogram, Quantiles, Scalar, StatsOptions, ValueStats, empty_histogram, log2_histogram,
-    par_chunks,
+    Histogram, QuantileMode, Quantiles, Scalar, StatsOptions, ValueStats, empty_histogram,
+    log2_histogram, par_chunks,
 };
 
 /// Tensors of at most this many elements are sorted instead of counted.
@@ -346,9 +348,12 @@ pub(crate) fn stats<V: View>(
     let mut linear = vec![0u64; bins.as_ref().map_or(0, FloatBins::len)];
     let mut straddling: Vec<u32> = Vec::new();
     let mut straddle_count = 0u64;
+    // Quantiles read from the histogram need no bucket kept.
+    let from_histogram = options.quantiles == QuantileMode::FromHistogram;
     let ranks: Vec<(usize, u64)> = QUANTILES
         .iter()
         .enumerate()
+        .filter(|_| !from_histogram)
         .filter_map(|(i, &(_, permille))| Some((i, nearest_rank(permille, finite)?)))
         .collect();
     let mut located: Vec<Located> = Vec::new();
@@ -560,6 +565,11 @@ pub(crate) fn stats<V: View>(
         }
     }
     stats.quantiles = Some(Quantiles(q));
+    if from_histogram {
+        let (q, error) = histogram_quantiles(&linear, finite, bins.edges());
+        stats.quantiles = Some(q);
+        stats.quantile_error = Some(error);
+    }
     stats.histogram = Some(Histogram {
         edges: bins.into_edges(),
         counts: linear,
@@ -778,6 +788,11 @@ fn small<V: View>(
         }
     }
     stats.quantiles = Some(Quantiles(q));
+    if options.quantiles == QuantileMode::FromHistogram {
+        let (q, error) = histogram_quantiles(&counts, keys.len() as u64, bins.edges());
+        stats.quantiles = Some(q);
+        stats.quantile_error = Some(error);
+    }
     stats.histogram = Some(Histogram {
         edges: bins.into_edges(),
         counts,

@@ -8,7 +8,7 @@ use super::tiny_bits;
 use crate::dtype::Dtype;
 use crate::dtype::decode::{BitOrder, decode_c64_f32, decode_f32, decode_f64};
 use crate::stats::kernel::Wide;
-use crate::stats::kernel::{BLOCK, Keyed, Lane, Specials, exponents_f32, exponents_f64, f32_bytes};
+use crate::stats::kernel::{BLOCK, Keyed, Lane, Specials, f32_bytes};
 use crate::stats::moments::Moments;
 use crate::stats::simd::{block_f64, block_wide, f64s};
 use crate::stats::smallest_normal;
@@ -16,8 +16,6 @@ use crate::stats::smallest_normal;
 /// A float type the passes run on (f32 for F32 and the C64 parts, f64 for
 /// F64 and C64 magnitudes).
 pub(crate) trait FloatLane: Lane + Keyed {
-    /// Size of the exponent-count table used by [`FloatLane::count_exponents`].
-    const EXPONENT_TABLE: usize;
     /// Exponent bias (127 for f32, 1023 for f64).
     const BIAS: i32;
     /// Exponent field of the largest (all-ones) code.
@@ -26,10 +24,6 @@ pub(crate) trait FloatLane: Lane + Keyed {
     const KEY_BITS: u32;
     /// Specials, range and moments of a block.
     fn summarize(vals: &[Self], smallest_normal: f64) -> (Specials, Moments);
-    /// Counts exponent fields into a table of [`FloatLane::EXPONENT_TABLE`].
-    fn count_exponents(vals: &[Self], table: &mut [u32]);
-    /// Exponent-field totals from such a table.
-    fn fold_exponents(table: &[u32], totals: &mut [u64]);
     /// The exponent field of the value's bits.
     fn field(self) -> usize;
     /// The inverse of [`Keyed::key`].
@@ -41,7 +35,6 @@ pub(crate) trait FloatLane: Lane + Keyed {
 }
 
 impl FloatLane for f32 {
-    const EXPONENT_TABLE: usize = 4 * 256;
     const BIAS: i32 = 127;
     const MAX_FIELD: usize = 255;
     const KEY_BITS: u32 = 32;
@@ -57,19 +50,6 @@ impl FloatLane for f32 {
             m.merge(&pm);
         }
         (sp, m)
-    }
-    fn count_exponents(vals: &[f32], table: &mut [u32]) {
-        let mut bytes = [0u8; 4 * BLOCK];
-        for part in vals.chunks(BLOCK) {
-            exponents_f32(f32_bytes(part, &mut bytes), table);
-        }
-    }
-    fn fold_exponents(table: &[u32], totals: &mut [u64]) {
-        for t in table.chunks(256) {
-            for (x, &c) in totals.iter_mut().zip(t) {
-                *x += u64::from(c);
-            }
-        }
     }
     fn field(self) -> usize {
         ((self.to_bits() >> 23) & 0xff) as usize
@@ -92,21 +72,12 @@ impl FloatLane for f32 {
 }
 
 impl FloatLane for f64 {
-    const EXPONENT_TABLE: usize = 2048;
     const BIAS: i32 = 1023;
     const MAX_FIELD: usize = 2047;
     const KEY_BITS: u32 = 64;
 
     fn summarize(vals: &[f64], smallest_normal: f64) -> (Specials, Moments) {
         block_f64(vals, smallest_normal)
-    }
-    fn count_exponents(vals: &[f64], table: &mut [u32]) {
-        exponents_f64(vals, table);
-    }
-    fn fold_exponents(table: &[u32], totals: &mut [u64]) {
-        for (x, &c) in totals.iter_mut().zip(table) {
-            *x += u64::from(c);
-        }
     }
     fn field(self) -> usize {
         ((self.to_bits() >> 52) & 0x7ff) as usize

@@ -5,35 +5,6 @@
 use super::{BLOCK, Lane, Specials, split_finite};
 use crate::stats::bins::{FloatBins, SURE_MARGIN};
 
-/// Counts the exponent fields of little-endian f32 values
-/// (`bits >> 23 & 0xff`) into four interleaved tables of 256 counters
-/// (`table.len()` ≥ 1024).
-pub(crate) fn exponents_f32(bytes: &[u8], table: &mut [u32]) {
-    let field = |c: &[u8; 4]| ((u32::from_le_bytes(*c) >> 23) & 0xff) as usize;
-    if let [t0, t1, t2, t3, ..] = table.as_chunks_mut::<256>().0 {
-        let (chunks, rest) = bytes.as_chunks::<16>();
-        for c in chunks {
-            let v = c.as_chunks::<4>().0;
-            t0[field(&v[0])] += 1;
-            t1[field(&v[1])] += 1;
-            t2[field(&v[2])] += 1;
-            t3[field(&v[3])] += 1;
-        }
-        for c in rest.as_chunks::<4>().0 {
-            t0[field(c)] += 1;
-        }
-    }
-}
-
-/// Counts the exponent fields of f64 values (`table[bits >> 52 & 0x7ff]`).
-pub(crate) fn exponents_f64(vals: &[f64], table: &mut [u32]) {
-    for x in vals {
-        if let Some(slot) = table.get_mut(((x.to_bits() >> 52) & 0x7ff) as usize) {
-            *slot += 1;
-        }
-    }
-}
-
 /// Adds the finite values of a block to a linear histogram kept as four
 /// tables of `bins.len()` counters each, one after the other
 /// (`tables.len()` must be `4 · bins.len()`).

@@ -107,6 +107,61 @@ fn quantiles_from_the_histogram_are_within_their_bound() {
     assert!(s.values.quantile_error.is_none());
 }
 
+/// The two-pass scan, F32 and F64, with quantiles read from the histogram:
+/// the same histogram as the exact mode's, the quantiles the middles of the
+/// bins that hold the exact ones.
+#[test]
+fn quantiles_from_the_histogram_of_the_two_pass_scan() {
+    let mut rng = Rng(19);
+    let options = StatsOptions {
+        quantiles: QuantileMode::FromHistogram,
+        bins: 64,
+        ..full()
+    };
+    let values: Vec<f64> = (0..200_000).map(|_| rng.normal().exp()).collect();
+    for (dtype, data) in [
+        (Dtype::F32, f32_bytes(values.iter().map(|&x| x as f32))),
+        (Dtype::F64, f64_bytes(values.iter().copied())),
+    ] {
+        let got = stats_of(dtype, &[200_000], data.clone(), &options);
+        let reference = reference_of(dtype, &data, BitOrder::LsbFirst);
+        check("from histogram", &got.values, &reference, 64, false);
+        let exact = stats_of(
+            dtype,
+            &[200_000],
+            data,
+            &StatsOptions { bins: 64, ..full() },
+        );
+        let hist = got.values.histogram.as_ref().expect("histogram");
+        assert_eq!(Some(hist), exact.values.histogram.as_ref(), "{dtype}");
+        let error = got.values.quantile_error.expect("bounded");
+        let (read, exact_q) = (
+            got.values.quantiles.as_ref().expect("quantiles"),
+            exact.values.quantiles.as_ref().expect("quantiles"),
+        );
+        for (q_read, q_exact) in read.0.iter().zip(&exact_q.0) {
+            let (Some(q_read), Some(q_exact)) = (q_read, q_exact) else {
+                panic!("{dtype}: a quantile is missing");
+            };
+            let (q_read, q_exact) = (q_read.to_f64(), q_exact.to_f64());
+            assert!(
+                (q_read - q_exact).abs() <= error,
+                "{dtype}: {q_read} vs {q_exact}, bound {error}"
+            );
+            let bin = (hist
+                .edges
+                .partition_point(|&e| e <= q_exact)
+                .saturating_sub(1))
+            .min(hist.counts.len() - 1);
+            let mid = hist.edges[bin] * 0.5 + hist.edges[bin + 1] * 0.5;
+            assert_eq!(
+                q_read, mid,
+                "{dtype}: the middle of the bin holding {q_exact}"
+            );
+        }
+    }
+}
+
 /// Heavy tails: many values beyond 6σ and a continuous density across the
 /// thresholds, in every path that counts them (the counted F32 and F64
 /// scans, the sorting one of small tensors, 16-bit codes, integers, the

@@ -184,7 +184,8 @@ fn dense_u16(
     progress: &Progress,
 ) -> Result<Vec<u64>, Cancelled> {
     struct Acc {
-        table: Vec<u32>,
+        low: Vec<u8>,
+        wraps: Vec<u32>,
         total: Vec<u64>,
     }
     let acc = par_chunks(
@@ -192,15 +193,21 @@ fn dense_u16(
         CHUNK_BYTES,
         cancel,
         || Acc {
-            table: vec![0; 1 << 16],
+            low: vec![0; 1 << 16],
+            wraps: vec![0; 1 << 16],
             total: vec![0; 1 << 16],
         },
         |acc, r| {
             let part = byte_range(bytes, r);
-            count_u16(part, &mut acc.table);
-            for (t, c) in acc.total.iter_mut().zip(acc.table.iter_mut()) {
-                *t += u64::from(*c);
-                *c = 0;
+            // A chunk holds far fewer than 2^40 codes.
+            count_u16(part, &mut acc.low, &mut acc.wraps);
+            for ((t, l), w) in acc
+                .total
+                .iter_mut()
+                .zip(acc.low.iter_mut())
+                .zip(acc.wraps.iter_mut())
+            {
+                *t += u64::from(std::mem::take(w)) << 8 | u64::from(std::mem::take(l));
             }
             progress.add(part.len() as u64);
         },

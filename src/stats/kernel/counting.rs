@@ -17,16 +17,40 @@ pub(crate) fn count_bytes(bytes: &[u8], tables: &mut [[u32; 256]; 4]) {
     }
 }
 
-/// Counts little-endian u16 codes into one table of 65536 counters.
-pub(crate) fn count_u16(bytes: &[u8], table: &mut [u32]) {
-    let (codes, _) = bytes.as_chunks::<2>();
-    if table.len() < 1 << 16 {
+/// Counts little-endian u16 codes in a byte a code, and the times each
+/// byte wrapped: the count of code `c` is `256·wraps[c] + low[c]`
+/// (wrapping adds: the caller folds the tables before 2^40 codes). The
+/// byte table, 64 KiB, keeps the codes that weights fill in L1, where
+/// 32-bit counters would spread them over L2. The codes of the two halves
+/// are counted in turn: neighbours share a code far more often than codes
+/// a half apart, and an add that waits for the one before it to reach
+/// memory stalls. Tables of other lengths than 65536 count nothing.
+pub(crate) fn count_u16(bytes: &[u8], low: &mut [u8], wraps: &mut [u32]) {
+    let (Ok(low), Ok(wraps)) = (
+        <&mut [u8; 1 << 16]>::try_from(low),
+        <&mut [u32; 1 << 16]>::try_from(wraps),
+    ) else {
         return;
-    }
-    for c in codes {
-        if let Some(slot) = table.get_mut(usize::from(u16::from_le_bytes(*c))) {
-            *slot += 1;
+    };
+    let (codes, _) = bytes.as_chunks::<2>();
+    let mut add = |c: [u8; 2]| {
+        let i = usize::from(u16::from_le_bytes(c));
+        let v = low[i].wrapping_add(1);
+        low[i] = v;
+        if v == 0 {
+            wraps[i] = wraps[i].wrapping_add(1);
         }
+    };
+    let (a, b) = codes.split_at(codes.len() / 2);
+    for (&x, &y) in a.iter().zip(b) {
+        add(x);
+        add(y);
+    }
+    // The last code of an odd count.
+    if b.len() > a.len()
+        && let Some(&last) = b.last()
+    {
+        add(last);
     }
 }
 

@@ -162,3 +162,27 @@ fn f6_groups() {
         (1, 1, 1, 1)
     );
 }
+
+#[test]
+fn u16_codes_are_counted_through_wraps() {
+    // Runs of one code long enough to wrap its byte several times, codes
+    // spread over the whole table, and an odd count (the last code alone).
+    let mut codes: Vec<u16> = vec![0x3c00; 1000];
+    codes.extend((0..70_001u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 16) as u16));
+    codes.extend([0xffff; 513]);
+    let bytes: Vec<u8> = codes.iter().flat_map(|c| c.to_le_bytes()).collect();
+    let mut expected = vec![0u64; 1 << 16];
+    for &c in &codes {
+        expected[usize::from(c)] += 1;
+    }
+    let mut low = vec![0u8; 1 << 16];
+    let mut wraps = vec![0u32; 1 << 16];
+    count_u16(&bytes, &mut low, &mut wraps);
+    let got: Vec<u64> = low
+        .iter()
+        .zip(wraps.iter())
+        .map(|(&l, &w)| u64::from(w) << 8 | u64::from(l))
+        .collect();
+    assert!(got == expected);
+    assert!(expected[0x3c00] > 512 && expected[0xffff] > 512);
+}

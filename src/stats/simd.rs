@@ -65,7 +65,7 @@ pub(crate) fn block_f64(vals: &[f64], smallest_normal: f64) -> (Specials, Moment
         if avx512() {
             // SAFETY: the CPU has these AVX-512 subsets, checked just above.
             return kernel::block_f64_with(vals, smallest_normal, |part, sn| unsafe {
-                x86::block_f64_512(part, sn)
+                x86::block_f64_fused_512(part, sn).unwrap_or_else(|| x86::block_f64_512(part, sn))
             });
         }
         if avx2() {
@@ -294,6 +294,9 @@ mod x86 {
     use super::{F32Lanes, Moments, Specials};
     use crate::stats::kernel::{self, BLOOM_BITS, MARK_WORDS, Prefilter, Prefilter64};
     use std::arch::x86_64::{
+        _CMP_EQ_OQ, _CMP_LT_OQ, _mm512_max_pd, _mm512_min_pd, _mm512_storeu_pd,
+    };
+    use std::arch::x86_64::{
         _mm512_castpd_si512, _mm512_cmp_pd_mask, _mm512_fmadd_pd, _mm512_loadu_pd,
         _mm512_maskz_compress_epi64, _mm512_permutex2var_epi64, _mm512_reduce_pd,
         _mm512_rorv_epi64, _mm512_srli_epi64, _mm512_test_epi64_mask,
@@ -334,6 +337,124 @@ mod x86 {
     #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
     pub(super) fn block_f64_512(vals: &[f64], smallest_normal: f64) -> (Specials, Moments) {
         kernel::block_f64_in(vals, smallest_normal)
+    }
+
+    /// [`kernel::block_f64_in`] of a block of finite values that needs no
+    /// scaling (nearly every block), in one pass: the same operations, lane
+    /// by lane, as the portable passes (eight lanes of minima and maxima,
+    /// sixteen of each sum, the tail summed in order, the lanes folded
+    /// alike), so the same bits. `None` for any other block, which the
+    /// caller summarises as the portable code does.
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+    pub(super) fn block_f64_fused_512(
+        vals: &[f64],
+        smallest_normal: f64,
+    ) -> Option<(Specials, Moments)> {
+        let &first = vals.first()?;
+        let abs_mask = _mm512_castsi512_pd(_mm512_set1_epi64(0x7fff_ffff_ffff_ffff));
+        let shift = _mm512_set1_pd(first);
+        let tiny_limit = _mm512_set1_pd(smallest_normal);
+        let infinity = _mm512_set1_pd(f64::INFINITY);
+        let zero = _mm512_setzero_pd();
+        let mut mn = _mm512_set1_pd(f64::INFINITY);
+        let mut mx = _mm512_set1_pd(f64::NEG_INFINITY);
+        let (mut sum, mut abs, mut sum_d, mut sum_d2) =
+            ([zero; 2], [zero; 2], [zero; 2], [zero; 2]);
+        let (mut tiny, mut zeros, mut finite) = (0u32, 0u32, 0xffu8);
+        let (chunks, rest) = vals.as_chunks::<16>();
+        for c in chunks {
+            for h in 0..2 {
+                let lanes = c.get(8 * h..8 * h + 8).unwrap_or(&[0.0; 8]);
+                // SAFETY: `lanes` is eight readable f64.
+                let v = unsafe { _mm512_loadu_pd(lanes.as_ptr()) };
+                let a = _mm512_and_pd(v, abs_mask);
+                // NaN compares false: not finite.
+                finite &= _mm512_cmp_pd_mask::<_CMP_LT_OQ>(a, infinity);
+                tiny += _mm512_cmp_pd_mask::<_CMP_LT_OQ>(a, tiny_limit).count_ones();
+                zeros += _mm512_cmp_pd_mask::<_CMP_EQ_OQ>(v, zero).count_ones();
+                // `x < m ? x : m`, as the portable lanes select.
+                mn = _mm512_min_pd(v, mn);
+                mx = _mm512_max_pd(v, mx);
+                sum[h] = _mm512_add_pd(sum[h], v);
+                abs[h] = _mm512_add_pd(abs[h], a);
+                let d = _mm512_sub_pd(v, shift);
+                sum_d[h] = _mm512_add_pd(sum_d[h], d);
+                sum_d2[h] = _mm512_add_pd(sum_d2[h], _mm512_mul_pd(d, d));
+            }
+        }
+        if finite != 0xff || rest.iter().any(|x| !x.is_finite()) {
+            return None;
+        }
+        // The range's lanes take a last whole group of eight, then lane 0
+        // the last values one by one.
+        let (groups, last) = rest.as_chunks::<8>();
+        for g in groups {
+            // SAFETY: `g` is eight readable f64.
+            let v = unsafe { _mm512_loadu_pd(g.as_ptr()) };
+            mn = _mm512_min_pd(v, mn);
+            mx = _mm512_max_pd(v, mx);
+        }
+        let mut lo = [0f64; 8];
+        let mut hi = [0f64; 8];
+        // SAFETY: each array is 64 writable bytes.
+        unsafe {
+            _mm512_storeu_pd(lo.as_mut_ptr(), mn);
+            _mm512_storeu_pd(hi.as_mut_ptr(), mx);
+        }
+        for &x in last {
+            if x < lo[0] {
+                lo[0] = x;
+            }
+            if x > hi[0] {
+                hi[0] = x;
+            }
+        }
+        for &x in rest {
+            tiny += u32::from(x.abs() < smallest_normal);
+            zeros += u32::from(x == 0.0);
+        }
+        let pick = |lanes: [f64; 8], better: fn(f64, f64) -> bool| {
+            lanes
+                .into_iter()
+                .fold(lanes[0], |m, x| if better(x, m) { x } else { m })
+        };
+        let (lo, hi) = (pick(lo, |x, m| x < m), pick(hi, |x, m| x > m));
+        // Blocks beyond 2^±400 are scaled: the portable code's.
+        let largest = lo.abs().max(hi.abs());
+        let (big, small) = (
+            f64::from_bits((1023 + 400) << 52),
+            f64::from_bits((1023 - 400) << 52),
+        );
+        if largest > big || (largest > 0.0 && largest < small) {
+            return None;
+        }
+        let total = |acc: [__m512d; 2], f: &dyn Fn(f64) -> f64| {
+            let mut lanes = [0f64; 16];
+            // SAFETY: `lanes` is 128 writable bytes.
+            unsafe {
+                _mm512_storeu_pd(lanes.as_mut_ptr(), acc[0]);
+                _mm512_storeu_pd(lanes.as_mut_ptr().add(8), acc[1]);
+            }
+            let mut tail = 0.0;
+            for &x in rest {
+                tail += f(x);
+            }
+            kernel::fold_lanes(lanes) + tail
+        };
+        let sums = [
+            total(sum, &|x| x),
+            total(abs, &f64::abs),
+            total(sum_d, &|x| x - first),
+            total(sum_d2, &|x| (x - first) * (x - first)),
+        ];
+        let sp = Specials {
+            zeros: u64::from(zeros),
+            subnormals: u64::from(tiny.saturating_sub(zeros)),
+            min: lo,
+            max: hi,
+            ..Specials::default()
+        };
+        Some((sp, Moments::from_block(vals.len() as u64, 0, first, sums)))
     }
 
     /// [`kernel::for_each_marked`] compiled for AVX2.
@@ -1449,6 +1570,21 @@ mod tests {
                     // SAFETY: only called on this CPU, which has AVX-512 (checked).
                     kernel::block_f64_with(v, sn, |p, s| unsafe { x86::block_f64_512(p, s) })
                 }));
+                copies.push(("avx512 in one pass", |v, sn| {
+                    kernel::block_f64_with(v, sn, |p, s| {
+                        // SAFETY: as above.
+                        unsafe { x86::block_f64_fused_512(p, s) }
+                            .unwrap_or_else(|| kernel::block_f64(p, s))
+                    })
+                }));
+                // The one pass takes the blocks it should.
+                let vals = values_f64(1, BLOCK, false, 0);
+                // SAFETY: as above.
+                assert!(unsafe { x86::block_f64_fused_512(&vals, f64::MIN_POSITIVE) }.is_some());
+                let mut with_nan = vals.clone();
+                with_nan[BLOCK - 3] = f64::NAN;
+                // SAFETY: as above.
+                assert!(unsafe { x86::block_f64_fused_512(&with_nan, 1e-300) }.is_none());
             }
         }
         let mut seed = 3;

@@ -25,7 +25,14 @@ fn lane_sum(vals: &[f64], f: impl Fn(f64) -> f64) -> f64 {
     for &x in rest {
         tail += f(x);
     }
-    // Pairwise over the lanes.
+    fold_lanes(acc) + tail
+}
+
+/// The lanes of a sum added pairwise (`acc[j] += acc[j + 8]`, then
+/// `+ 4`, `+ 2`, `+ 1`).
+#[allow(clippy::inline_always)]
+#[inline(always)]
+pub(crate) fn fold_lanes(mut acc: [f64; SUM_LANES]) -> f64 {
     let mut width = SUM_LANES;
     while width > 1 {
         width /= 2;
@@ -33,7 +40,7 @@ fn lane_sum(vals: &[f64], f: impl Fn(f64) -> f64) -> f64 {
             acc[j] += acc[j + width];
         }
     }
-    acc[0] + tail
+    acc[0]
 }
 
 /// What one fused pass over whole groups of eight f32 values gathers, lane

@@ -519,6 +519,19 @@ mod x86 {
         one: __m512i,
     }
 
+    /// A prefilter's bloom in two 512-bit registers (bits 0–511, 512–1023).
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+    #[inline]
+    fn bloom_512(bloom: &[u32; 32]) -> [__m512i; 2] {
+        let half = |i: usize| -> __m512i {
+            let mut w = [0u32; 16];
+            w.copy_from_slice(&bloom[16 * i..16 * i + 16]);
+            // SAFETY: 64 bytes of u32 into a 512-bit register.
+            unsafe { std::mem::transmute(w) }
+        };
+        [half(0), half(1)]
+    }
+
     /// [`super::for_each_marked_f32`] with a prefilter in AVX-512: the
     /// candidates of a block are compressed into a buffer (no branch per
     /// group), then looked up in the bitmap in order.
@@ -529,18 +542,12 @@ mod x86 {
         pre: &Prefilter,
         found: &mut kernel::Hits<'_>,
     ) {
-        let half = |i: usize| -> __m512i {
-            let mut w = [0u32; 16];
-            w.copy_from_slice(&pre.bloom[16 * i..16 * i + 16]);
-            // SAFETY: 64 bytes of u32 into a 512-bit register.
-            unsafe { std::mem::transmute(w) }
-        };
         let regs = Prefilter512 {
             origin: _mm512_set1_ps(pre.origin),
             scale: _mm512_set1_ps(pre.scale),
             slope: _mm512_set1_ps(pre.slope),
             margin: _mm512_set1_ps(pre.margin),
-            bloom: [half(0), half(1)],
+            bloom: bloom_512(&pre.bloom),
             magnitude: _mm512_set1_epi32(0x7fff_ffff),
             one: _mm512_set1_epi32(1),
         };
@@ -590,15 +597,9 @@ mod x86 {
         pre: &Prefilter64,
         found: &mut kernel::Hits<'_>,
     ) {
-        let half = |i: usize| -> __m512i {
-            let mut w = [0u32; 16];
-            w.copy_from_slice(&pre.bloom[16 * i..16 * i + 16]);
-            // SAFETY: 64 bytes of u32 into a 512-bit register.
-            unsafe { std::mem::transmute(w) }
-        };
         // The bloom's 1024 bits as sixteen u64 words (word `i / 64`, bit
         // `i mod 64`, as in the u32 words).
-        let bloom = [half(0), half(1)];
+        let bloom = bloom_512(&pre.bloom);
         let origin = _mm512_set1_pd(pre.origin);
         let scale = _mm512_set1_pd(pre.scale);
         let slope = _mm512_set1_pd(pre.slope);

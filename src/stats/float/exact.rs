@@ -1,5 +1,6 @@
-//! The default scan of float values: every figure, exact quantiles, in two
-//! passes over the data whatever the tensor.
+//! The full scan of float values: every figure, exact quantiles (or, when
+//! asked, quantiles read from the exact linear histogram, which skips the
+//! quantiles' buckets), in two passes over the data whatever the tensor.
 //!
 //! Pass 1 counts NaN, ±Inf, zeros and subnormals, finds the range, sums the
 //! moments and counts the values' key prefixes ([`BUCKETS`] buckets of

@@ -413,12 +413,7 @@ mod x86 {
             tiny += u32::from(x.abs() < smallest_normal);
             zeros += u32::from(x == 0.0);
         }
-        let pick = |lanes: [f64; 8], better: fn(f64, f64) -> bool| {
-            lanes
-                .into_iter()
-                .fold(lanes[0], |m, x| if better(x, m) { x } else { m })
-        };
-        let (lo, hi) = (pick(lo, |x, m| x < m), pick(hi, |x, m| x > m));
+        let (lo, hi) = kernel::fold_range(lo, hi);
         // Blocks beyond 2^±400 are scaled: the portable code's.
         let largest = lo.abs().max(hi.abs());
         let (big, small) = (
@@ -1099,14 +1094,52 @@ mod tests {
     type NearCopy =
         fn(&[u8], &[u64; kernel::MARK_WORDS], &kernel::Prefilter, &mut dyn FnMut(&[u64]));
 
+    /// Runs a filter that keeps its keys in a [`kernel::Hits`] and hands
+    /// them to `out`.
+    fn into_hits(out: &mut dyn FnMut(&[u64]), run: impl FnOnce(&mut kernel::Hits<'_>)) {
+        let mut found = kernel::Hits::new(out);
+        run(&mut found);
+        found.flush();
+    }
+
+    /// The keys a filter that keeps them in a [`kernel::Hits`] finds.
+    fn hits_of(run: impl FnOnce(&mut kernel::Hits<'_>)) -> Vec<u64> {
+        let mut out = Vec::new();
+        into_hits(&mut |ks| out.extend_from_slice(ks), run);
+        out
+    }
+
     /// The keys the portable filter finds in f32 bytes.
     fn portable_hits(bytes: &[u8], marks: &[u64; kernel::MARK_WORDS]) -> Vec<u64> {
-        let mut out = Vec::new();
-        let mut sink = |ks: &[u64]| out.extend_from_slice(ks);
-        let mut found = kernel::Hits::new(&mut sink);
-        kernel::for_each_marked_f32(bytes, marks, &mut found);
-        found.flush();
-        out
+        hits_of(|found| kernel::for_each_marked_f32(bytes, marks, found))
+    }
+
+    /// The count of every bucket after `run` has counted into a clear
+    /// [`kernel::Tally`].
+    fn tally_of(run: impl FnOnce(&mut kernel::Tally<'_>)) -> Vec<u64> {
+        use kernel::BUCKETS;
+        let mut low = vec![0u8; BUCKETS];
+        let mut wraps = vec![0u32; BUCKETS];
+        let (Ok(low), Ok(wraps)) = (
+            <&mut [u8; BUCKETS]>::try_from(low.as_mut_slice()),
+            <&mut [u32; BUCKETS]>::try_from(wraps.as_mut_slice()),
+        ) else {
+            return Vec::new();
+        };
+        let mut tally = kernel::Tally { low, wraps };
+        run(&mut tally);
+        (0..BUCKETS).map(|p| tally.get(p)).collect()
+    }
+
+    /// A bitmap marking every third bucket of `counts` that holds values.
+    fn every_third(counts: &[u64]) -> Vec<u64> {
+        let mut marks = vec![0u64; kernel::MARK_WORDS];
+        for (p, &c) in counts.iter().enumerate() {
+            if c > 0 && p % 3 == 0 {
+                marks[p / 64] |= 1 << (p % 64);
+            }
+        }
+        marks
     }
 
     /// Little-endian f32 values as the prefix loops read them.
@@ -1139,19 +1172,19 @@ mod tests {
             if avx2() {
                 // SAFETY: only called on this CPU, which has AVX2 (checked).
                 out.push(|b, m, h| {
-                    let mut found = kernel::Hits::new(h);
                     // SAFETY: as above.
-                    unsafe { x86::for_each_marked_256(f32s(b), m, &mut found) };
-                    found.flush();
+                    into_hits(h, |found| unsafe {
+                        x86::for_each_marked_256(f32s(b), m, found);
+                    });
                 });
             }
             if avx512() {
                 // SAFETY: only called on this CPU, which has AVX-512 (checked).
                 out.push(|b, m, h| {
-                    let mut found = kernel::Hits::new(h);
                     // SAFETY: as above.
-                    unsafe { x86::for_each_marked_512(f32s(b), m, &mut found) };
-                    found.flush();
+                    into_hits(h, |found| unsafe {
+                        x86::for_each_marked_512(f32s(b), m, found);
+                    });
                 });
             }
         }
@@ -1166,19 +1199,17 @@ mod tests {
             if avx2() {
                 // SAFETY: only called on this CPU, which has AVX2 (checked).
                 out.push(|b, m, p, h| {
-                    let mut found = kernel::Hits::new(h);
                     // SAFETY: as above.
-                    unsafe { x86::marked_near_f32(b, m, p, &mut found) };
-                    found.flush();
+                    into_hits(h, |found| unsafe { x86::marked_near_f32(b, m, p, found) });
                 });
             }
             if avx512() {
                 // SAFETY: only called on this CPU, which has AVX-512 (checked).
                 out.push(|b, m, p, h| {
-                    let mut found = kernel::Hits::new(h);
                     // SAFETY: as above.
-                    unsafe { x86::marked_near_f32_512(b, m, p, &mut found) };
-                    found.flush();
+                    into_hits(h, |found| unsafe {
+                        x86::marked_near_f32_512(b, m, p, found);
+                    });
                 });
             }
         }
@@ -1187,20 +1218,24 @@ mod tests {
 
     /// The buckets holding values of `vals` that hold an inner edge of
     /// `bins` (as the exact scan finds them), sorted.
-    fn straddling(vals: &[f32], bins: &FloatBins, min: f64, max: f64) -> Vec<u32> {
-        use crate::stats::float::FloatLane;
-        let low = 32 - kernel::PREFIX_BITS;
+    fn straddling<T: crate::stats::float::FloatLane>(
+        vals: &[T],
+        bins: &FloatBins,
+        min: f64,
+        max: f64,
+    ) -> Vec<u32> {
+        let low = T::KEY_BITS - kernel::PREFIX_BITS;
         let mut buckets: Vec<u32> = vals
             .iter()
-            .filter(|x| x.is_finite())
-            .map(|x| kernel::key32(x.to_bits()) >> low)
+            .filter(|x| x.finite())
+            .map(|&x| x.prefix())
             .collect();
         buckets.sort_unstable();
         buckets.dedup();
         buckets.retain(|&p| {
             let first = u64::from(p) << low;
-            let lo = f64::from(f32::from_key(first)).max(min);
-            let hi = f64::from(f32::from_key(first | ((1 << low) - 1))).min(max);
+            let lo = T::from_key(first).to_f64().max(min);
+            let hi = T::from_key(first | ((1 << low) - 1)).to_f64().min(max);
             bins.bin_of(lo) != bins.bin_of(hi)
         });
         buckets
@@ -1328,26 +1363,6 @@ mod tests {
         }
     }
 
-    /// [`straddling`] of f64 values.
-    fn straddling64(vals: &[f64], bins: &FloatBins, min: f64, max: f64) -> Vec<u32> {
-        use crate::stats::float::FloatLane;
-        let low = 64 - kernel::PREFIX_BITS;
-        let mut buckets: Vec<u32> = vals
-            .iter()
-            .filter(|x| x.is_finite())
-            .map(|&x| kernel::Keyed::prefix(x))
-            .collect();
-        buckets.sort_unstable();
-        buckets.dedup();
-        buckets.retain(|&p| {
-            let first = u64::from(p) << low;
-            let lo = f64::from_key(first).max(min);
-            let hi = f64::from_key(first | ((1 << low) - 1)).min(max);
-            bins.bin_of(lo) != bins.bin_of(hi)
-        });
-        buckets
-    }
-
     /// [`ranges`] of f64 values: mixed ones with every special code,
     /// weights, a narrow range far from zero, subnormals only, a range
     /// beside f64's largest values, a few distinct values.
@@ -1382,7 +1397,7 @@ mod tests {
             let (min, max) = range64(&vals);
             for bins in [1, 7, 256, 1000, 65_536] {
                 let bins = FloatBins::new(min, max, bins);
-                let edges = straddling64(&vals, &bins, min, max);
+                let edges = straddling(&vals, &bins, min, max);
                 let others: Vec<u32> = vals
                     .iter()
                     .step_by(301)
@@ -1427,16 +1442,16 @@ mod tests {
         #[cfg(target_arch = "x86_64")]
         if avx512() {
             copies.push(|v, m, p, h| {
-                let mut found = kernel::Hits::new(h);
                 // SAFETY: only called on this CPU, which has AVX-512 (checked).
-                unsafe { x86::marked_near_f64_512(v, m, p, &mut found) };
-                found.flush();
+                into_hits(h, |found| unsafe {
+                    x86::marked_near_f64_512(v, m, p, found);
+                });
             });
         }
         for vals in ranges64() {
             let (min, max) = range64(&vals);
             let bins = FloatBins::new(min, max, 256);
-            let edges = straddling64(&vals, &bins, min, max);
+            let edges = straddling(&vals, &bins, min, max);
             let others: Vec<u32> = vals
                 .iter()
                 .step_by(97)
@@ -1458,11 +1473,7 @@ mod tests {
                 // values, so that the tails are taken too.
                 for len in [vals.len(), vals.len() - 5, 1027, 13, 0] {
                     let part = &vals[vals.len() - len..];
-                    let mut portable = Vec::new();
-                    let mut sink = |ks: &[u64]| portable.extend_from_slice(ks);
-                    let mut found = kernel::Hits::new(&mut sink);
-                    kernel::for_each_marked(part, marks, &mut found);
-                    found.flush();
+                    let portable = hits_of(|found| kernel::for_each_marked(part, marks, found));
                     for copy in &copies {
                         let mut hits = Vec::new();
                         copy(part, marks, &pre, &mut |ks| hits.extend_from_slice(ks));
@@ -1475,7 +1486,7 @@ mod tests {
 
     #[test]
     fn every_copy_of_the_prefix_loops_agrees() {
-        use kernel::{BUCKETS, MARK_WORDS};
+        use kernel::MARK_WORDS;
         // Every kind of value, at every offset from an aligned address, and
         // a run in one bucket long enough to wrap its byte twice.
         let mut vals = values(7, 3 * BLOCK + 11, true);
@@ -1485,23 +1496,14 @@ mod tests {
         for shift in 0..4 {
             let part = &bytes[shift..bytes.len() - (3 - shift)];
             let counted = |copy: CountCopy| {
-                let mut low = vec![0u8; BUCKETS];
-                let mut wraps = vec![0u32; BUCKETS];
                 let mut idx = [0u32; kernel::PART];
-                let mut out = Vec::new();
-                if let (Ok(low), Ok(wraps)) = (
-                    <&mut [u8; BUCKETS]>::try_from(low.as_mut_slice()),
-                    <&mut [u32; BUCKETS]>::try_from(wraps.as_mut_slice()),
-                ) {
-                    let mut tally = kernel::Tally { low, wraps };
+                tally_of(|tally| {
                     // In blocks of every length, odd ones among them.
                     for (i, block) in part.chunks(4 * 777).enumerate() {
                         let ahead = part.get((i + 1) * 4 * 777..).unwrap_or(&[]);
-                        copy(block, ahead, &mut idx, &mut tally);
+                        copy(block, ahead, &mut idx, tally);
                     }
-                    out = (0..BUCKETS).map(|p| tally.get(p)).collect();
-                }
-                out
+                })
             };
             let a = counted(kernel::count_prefixes_f32);
             assert_eq!(a.iter().sum::<u64>(), vals.len() as u64);
@@ -1511,12 +1513,7 @@ mod tests {
                 assert!(counted(copy) == a, "offset {shift}");
             }
             // Marks on about one bucket in three that hold values.
-            let mut marks = vec![0u64; MARK_WORDS];
-            for (p, &c) in a.iter().enumerate() {
-                if c > 0 && p % 3 == 0 {
-                    marks[p / 64] |= 1 << (p % 64);
-                }
-            }
+            let marks = every_third(&a);
             let marks = <&[u64; MARK_WORDS]>::try_from(marks.as_slice()).expect("marks");
             let portable = portable_hits(part, marks);
             assert!(!portable.is_empty());
@@ -1621,10 +1618,8 @@ mod tests {
                 counts.push(|v, a, i, t| unsafe { x86::count_prefixes_256(v, a, i, t) });
                 // SAFETY: as above.
                 filters.push(|v, m, h| {
-                    let mut found = kernel::Hits::new(h);
                     // SAFETY: as above.
-                    unsafe { x86::for_each_marked_256(v, m, &mut found) };
-                    found.flush();
+                    into_hits(h, |found| unsafe { x86::for_each_marked_256(v, m, found) });
                 });
             }
             if avx512() {
@@ -1632,10 +1627,8 @@ mod tests {
                 counts.push(|v, a, i, t| unsafe { x86::count_prefixes_512(v, a, i, t) });
                 // SAFETY: as above.
                 filters.push(|v, m, h| {
-                    let mut found = kernel::Hits::new(h);
                     // SAFETY: as above.
-                    unsafe { x86::for_each_marked_512(v, m, &mut found) };
-                    found.flush();
+                    into_hits(h, |found| unsafe { x86::for_each_marked_512(v, m, found) });
                 });
             }
         }
@@ -1645,22 +1638,13 @@ mod tests {
         vals.extend(values_f64(10, 999, true, -700));
         vals.splice(1000..1000, [1.5f64; 700]);
         let counted = |copy: Count64| {
-            let mut low = vec![0u8; BUCKETS];
-            let mut wraps = vec![0u32; BUCKETS];
             let mut idx = [0u32; kernel::PART];
-            let mut out = Vec::new();
-            if let (Ok(low), Ok(wraps)) = (
-                <&mut [u8; BUCKETS]>::try_from(low.as_mut_slice()),
-                <&mut [u32; BUCKETS]>::try_from(wraps.as_mut_slice()),
-            ) {
-                let mut tally = kernel::Tally { low, wraps };
+            tally_of(|tally| {
                 for (i, block) in vals.chunks(777).enumerate() {
                     let ahead = vals.get((i + 1) * 777..).unwrap_or(&[]);
-                    copy(block, ahead, &mut idx, &mut tally);
+                    copy(block, ahead, &mut idx, tally);
                 }
-                out = (0..BUCKETS).map(|p| tally.get(p)).collect();
-            }
-            out
+            })
         };
         // The portable count, against keys made one by one.
         let a = counted(kernel::count_prefixes);
@@ -1678,18 +1662,9 @@ mod tests {
         for copy in counts {
             assert!(counted(copy) == a);
         }
-        let mut marks = vec![0u64; MARK_WORDS];
-        for (p, &c) in a.iter().enumerate() {
-            if c > 0 && p % 3 == 0 {
-                marks[p / 64] |= 1 << (p % 64);
-            }
-        }
+        let marks = every_third(&a);
         let marks = <&[u64; MARK_WORDS]>::try_from(marks.as_slice()).expect("marks");
-        let mut portable = Vec::new();
-        let mut sink = |ks: &[u64]| portable.extend_from_slice(ks);
-        let mut found = kernel::Hits::new(&mut sink);
-        kernel::for_each_marked(&vals, marks, &mut found);
-        found.flush();
+        let portable = hits_of(|found| kernel::for_each_marked(&vals, marks, found));
         let want: Vec<u64> = vals
             .iter()
             .map(|&x| key(x))

@@ -196,12 +196,7 @@ pub(crate) fn block_wide(
     }
     let tiny: u32 = l.tiny.iter().sum();
     let zero: u32 = l.zero.iter().sum();
-    let pick = |lanes: [f32; 8], better: fn(f32, f32) -> bool| {
-        lanes
-            .into_iter()
-            .fold(lanes[0], |m, x| if better(x, m) { x } else { m })
-    };
-    let (lo, hi) = (pick(l.min, |x, m| x < m), pick(l.max, |x, m| x > m));
+    let (lo, hi) = fold_range(l.min, l.max);
     let sp = Specials {
         zeros: u64::from(zero),
         subnormals: u64::from(tiny - zero),
@@ -273,6 +268,15 @@ fn range_of<T: Lane>(vals: &[T], lowest: T, highest: T) -> (T, T) {
             mx[0] = x;
         }
     }
+    fold_range(mn, mx)
+}
+
+/// The smallest of eight lanes of minima and the largest of eight lanes of
+/// maxima (of equals, the lowest lane wins), as every copy of the range
+/// folds them.
+#[allow(clippy::inline_always)]
+#[inline(always)]
+pub(crate) fn fold_range<T: Lane>(mn: [T; 8], mx: [T; 8]) -> (T, T) {
     let pick = |lanes: [T; 8], better: fn(T, T) -> bool| {
         lanes
             .into_iter()

@@ -177,6 +177,56 @@ pub(crate) fn count_prefixes<K: kernel::Keyed>(
     kernel::count_prefixes(vals, ahead, idx, table);
 }
 
+/// [`block_wide`] of a block of F32 bytes, and the key prefixes of its
+/// values counted into `table` ([`count_prefixes`], which asks for `ahead`
+/// while it counts). With AVX2 or AVX-512 both in one loop
+/// ([`x86::scan_count_f32`], [`x86::scan_count_f32_512`]), with the same
+/// results.
+pub(crate) fn block_and_prefixes_f32(
+    bytes: &[u8],
+    ahead: &[u8],
+    tiny_bits: u32,
+    idx: &mut [u32; kernel::PART],
+    table: &mut kernel::Tally<'_>,
+) -> (Specials, Moments) {
+    #[cfg(target_arch = "x86_64")]
+    if avx2() && bytes.len() <= 4 * kernel::BLOCK {
+        let mut counted = false;
+        let summary = kernel::block_wide_by(
+            Wide::F32,
+            bytes,
+            tiny_bits,
+            |_, groups, tiny_bits, x0| {
+                counted = true;
+                let more = bytes.get(groups.len()..).unwrap_or(&[]);
+                if avx512() {
+                    // SAFETY: the CPU has these AVX-512 subsets, checked
+                    // just above.
+                    return unsafe {
+                        x86::scan_count_f32_512(groups, more, tiny_bits, x0, ahead, table)
+                    };
+                }
+                // SAFETY: the CPU has AVX2, checked above.
+                unsafe { x86::scan_count_f32(groups, more, tiny_bits, x0, ahead, table) }
+            },
+            scan_groups,
+        );
+        // `block_wide_by` calls its first scan for every block that
+        // holds a value.
+        if counted || bytes.len() < 4 {
+            return summary;
+        }
+    }
+    let summary = block_wide(Wide::F32, bytes, tiny_bits);
+    count_prefixes(
+        bytes.as_chunks::<4>().0,
+        ahead.as_chunks::<4>().0,
+        idx,
+        table,
+    );
+    summary
+}
+
 /// Calls `hits` with the keys of the values whose bucket is marked, in
 /// order, a few hundred at a time ([`kernel::for_each_marked`]).
 pub(crate) fn for_each_marked<K: kernel::Keyed>(
@@ -289,6 +339,10 @@ mod x86 {
         _mm512_maskz_compress_epi32, _mm512_mul_ps, _mm512_permutex2var_epi32, _mm512_reduce_ps,
         _mm512_rorv_epi32, _mm512_set1_epi32, _mm512_set1_ps, _mm512_srli_epi32,
         _mm512_storeu_si512, _mm512_sub_ps, _mm512_test_epi32_mask,
+    };
+    use std::arch::x86_64::{
+        _mm256_storeu_si256, _mm512_loadu_si512, _mm512_or_si512, _mm512_srai_epi32,
+        _mm512_xor_si512,
     };
 
     use super::{F32Lanes, Moments, Specials};
@@ -902,47 +956,265 @@ mod x86 {
         acc.lanes()
     }
 
-    /// [`super::kernel::scan_groups`] of F32 in AVX-512: lane j of the
-    /// sums is one f64 lane of a 512-bit register, where the AVX2 copy
-    /// keeps lanes 0–3 and 4–7 in two registers; each lane sees the same
-    /// operations in the same order, so the sums are the same.
-    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
-    pub(super) fn scan_f32_512(bytes: &[u8], tiny_bits: u32, x0: f64) -> F32Lanes {
-        let mut acc = Acc::new(tiny_bits, x0);
-        let abs_mask = _mm512_castsi512_pd(_mm512_set1_epi64(0x7fff_ffff_ffff_ffff));
-        let origin = _mm512_set1_pd(x0);
-        let (mut sum, mut abs, mut sq) = (
-            _mm512_setzero_pd(),
-            _mm512_setzero_pd(),
-            _mm512_setzero_pd(),
-        );
-        let groups = bytes.as_chunks::<32>().0;
-        let mut low = _mm256_set1_epi32(-1);
-        for g in groups {
-            let v = load_f32x8(g);
-            low = acc.track_low(low, v);
+    /// The f64 sums of the AVX-512 F32 scan: lane j of each is one f64 lane
+    /// of a 512-bit register, where the AVX2 copy keeps lanes 0–3 and 4–7
+    /// in two registers; each lane sees the same operations in the same
+    /// order, so the sums are the same.
+    struct Sums512 {
+        abs_mask: __m512d,
+        origin: __m512d,
+        sum: __m512d,
+        abs: __m512d,
+        sq: __m512d,
+        /// The smallest magnitude bits seen ([`Acc::track_low`]).
+        low: __m256i,
+    }
+
+    impl Sums512 {
+        #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+        #[inline]
+        fn new(x0: f64) -> Sums512 {
+            Sums512 {
+                abs_mask: _mm512_castsi512_pd(_mm512_set1_epi64(0x7fff_ffff_ffff_ffff)),
+                origin: _mm512_set1_pd(x0),
+                sum: _mm512_setzero_pd(),
+                abs: _mm512_setzero_pd(),
+                sq: _mm512_setzero_pd(),
+                low: _mm256_set1_epi32(-1),
+            }
+        }
+
+        /// Adds the group of eight values `v`.
+        #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+        #[inline]
+        fn add(&mut self, acc: &mut Acc, v: __m256) {
+            self.low = acc.track_low(self.low, v);
             acc.min = _mm256_min_ps(v, acc.min);
             acc.max = _mm256_max_ps(v, acc.max);
             let w = _mm512_cvtps_pd(v);
-            sum = _mm512_add_pd(sum, w);
-            abs = _mm512_add_pd(abs, _mm512_and_pd(w, abs_mask));
-            let d = _mm512_sub_pd(w, origin);
-            sq = _mm512_add_pd(sq, _mm512_mul_pd(d, d));
+            self.sum = _mm512_add_pd(self.sum, w);
+            self.abs = _mm512_add_pd(self.abs, _mm512_and_pd(w, self.abs_mask));
+            let d = _mm512_sub_pd(w, self.origin);
+            self.sq = _mm512_add_pd(self.sq, _mm512_mul_pd(d, d));
         }
+
+        /// The lanes of the scan of `groups` (every group [`Sums512::add`]
+        /// saw), with the tiny and zero counts when a group holds one.
+        #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+        fn lanes(&self, mut acc: Acc, groups: &[[u8; 32]]) -> F32Lanes {
+            if acc.any_small(self.low) {
+                for g in groups {
+                    acc.count_small(load_f32x8(g));
+                }
+            }
+            let lanes = |v: __m512d| -> [f64; 8] {
+                // SAFETY: 64 bytes of f64 into [f64; 8].
+                unsafe { std::mem::transmute(v) }
+            };
+            F32Lanes {
+                sum: lanes(self.sum),
+                abs: lanes(self.abs),
+                sq: lanes(self.sq),
+                ..acc.lanes()
+            }
+        }
+    }
+
+    /// [`super::kernel::scan_groups`] of F32 in AVX-512 ([`Sums512`]).
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+    pub(super) fn scan_f32_512(bytes: &[u8], tiny_bits: u32, x0: f64) -> F32Lanes {
+        let mut acc = Acc::new(tiny_bits, x0);
+        let mut sums = Sums512::new(x0);
+        let groups = bytes.as_chunks::<32>().0;
+        for g in groups {
+            sums.add(&mut acc, load_f32x8(g));
+        }
+        sums.lanes(acc, groups)
+    }
+
+    /// [`scan_count_f32`] with the sums of [`scan_f32_512`], and the keys
+    /// made from 512-bit loads: on the Xeon measured, this left the scalar
+    /// adds more room than the 256-bit sums and keys did.
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+    pub(super) fn scan_count_f32_512(
+        bytes: &[u8],
+        more: &[u8],
+        tiny_bits: u32,
+        x0: f64,
+        ahead: &[u8],
+        tally: &mut kernel::Tally<'_>,
+    ) -> F32Lanes {
+        let mut acc = Acc::new(tiny_bits, x0);
+        let mut sums = Sums512::new(x0);
+        let sign = _mm512_set1_epi32(i32::MIN);
+        let mut keys = [[0u32; 64]; 2];
+        let (supers, tail) = bytes.as_chunks::<256>();
+        let mut lines = ahead.chunks(64);
+        for (i, s) in supers.iter().enumerate() {
+            prefetch_lines(&mut lines);
+            for g in s.as_chunks::<32>().0 {
+                sums.add(&mut acc, load_f32x8(g));
+            }
+            let (fill, done) = turn(&mut keys, i);
+            // The keys from 512-bit loads: half the stores of 256-bit
+            // ones, and stores are what the adds are short of.
+            for (g, out) in s
+                .as_chunks::<64>()
+                .0
+                .iter()
+                .zip(fill.as_chunks_mut::<16>().0)
+            {
+                // SAFETY: `g` is 64 readable bytes and `out` 64 writable
+                // ones; neither access needs alignment.
+                unsafe {
+                    let v = _mm512_loadu_si512(g.as_ptr().cast());
+                    let key =
+                        _mm512_xor_si512(v, _mm512_or_si512(_mm512_srai_epi32::<31>(v), sign));
+                    _mm512_storeu_si512(out.as_mut_ptr().cast(), _mm512_srli_epi32::<LOW32>(key));
+                }
+            }
+            if i > 0 {
+                add_keys(done, tally);
+            }
+        }
+        for g in tail.as_chunks::<32>().0 {
+            sums.add(&mut acc, load_f32x8(g));
+        }
+        count_rest(&keys, supers.len(), tail, more, tally);
+        sums.lanes(acc, bytes.as_chunks::<32>().0)
+    }
+
+    /// [`scan_f32`] of `bytes` (whole groups of eight values) and
+    /// [`kernel::count_prefixes`] of `bytes` then `more` (the block's last
+    /// values) in one loop ([`scan_and_count`]). The sums see the
+    /// operations of [`scan_f32`] in its order, so they are its bits (and
+    /// those of the AVX-512 scan).
+    #[target_feature(enable = "avx2")]
+    pub(super) fn scan_count_f32(
+        bytes: &[u8],
+        more: &[u8],
+        tiny_bits: u32,
+        x0: f64,
+        ahead: &[u8],
+        tally: &mut kernel::Tally<'_>,
+    ) -> F32Lanes {
+        let mut acc = Acc::new(tiny_bits, x0);
+        let mut low = _mm256_set1_epi32(-1);
+        scan_and_count(bytes, more, ahead, tally, |v| {
+            low = acc.track_low(low, v);
+            acc.add(v);
+        });
         if acc.any_small(low) {
-            for g in groups {
+            for g in bytes.as_chunks::<32>().0 {
                 acc.count_small(load_f32x8(g));
             }
         }
-        let lanes = |v: __m512d| -> [f64; 8] {
-            // SAFETY: 64 bytes of f64 into [f64; 8].
-            unsafe { std::mem::transmute(v) }
-        };
-        F32Lanes {
-            sum: lanes(sum),
-            abs: lanes(abs),
-            sq: lanes(sq),
-            ..acc.lanes()
+        acc.lanes()
+    }
+
+    /// The loop shared by [`scan_count_f32`] and [`scan_count_f32_512`]:
+    /// calls `sum` with every group of eight values of `bytes`, in order,
+    /// and counts the key prefixes of `bytes` then `more`. The keys of 64
+    /// values are made while the adds of the 64 before them run, so that
+    /// the vector sums and the scalar adds share the core (one after the
+    /// other, the sums wait for memory and the adds for the store port).
+    /// `ahead` (the next block) is asked for a line per 16 values.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn scan_and_count(
+        bytes: &[u8],
+        more: &[u8],
+        ahead: &[u8],
+        tally: &mut kernel::Tally<'_>,
+        mut sum: impl FnMut(__m256),
+    ) {
+        let sign = _mm256_set1_epi32(i32::MIN);
+        let mut keys = [[0u32; 64]; 2];
+        let (supers, tail) = bytes.as_chunks::<256>();
+        let mut lines = ahead.chunks(64);
+        for (i, s) in supers.iter().enumerate() {
+            prefetch_lines(&mut lines);
+            let (fill, done) = turn(&mut keys, i);
+            for (g, out) in s
+                .as_chunks::<32>()
+                .0
+                .iter()
+                .zip(fill.as_chunks_mut::<8>().0)
+            {
+                let v = load_f32x8(g);
+                sum(v);
+                let bits = _mm256_castps_si256(v);
+                let key =
+                    _mm256_xor_si256(bits, _mm256_or_si256(_mm256_srai_epi32::<31>(bits), sign));
+                // SAFETY: `out` is 32 writable bytes; the store has no
+                // alignment requirement.
+                unsafe {
+                    _mm256_storeu_si256(
+                        out.as_mut_ptr().cast(),
+                        _mm256_srli_epi32::<{ LOW32 as i32 }>(key),
+                    );
+                }
+            }
+            if i > 0 {
+                add_keys(done, tally);
+            }
+        }
+        for g in tail.as_chunks::<32>().0 {
+            sum(load_f32x8(g));
+        }
+        count_rest(&keys, supers.len(), tail, more, tally);
+    }
+
+    /// Asks for the next four lines (64 f32 values) of `lines`.
+    #[inline]
+    fn prefetch_lines(lines: &mut std::slice::Chunks<'_, u8>) {
+        for _ in 0..4 {
+            if let Some(line) = lines.next() {
+                super::prefetch(line);
+            }
+        }
+    }
+
+    /// The key buffers of group `i` of the fused loops: the one to fill,
+    /// and the one filled by group `i − 1`.
+    #[inline]
+    fn turn(keys: &mut [[u32; 64]; 2], i: usize) -> (&mut [u32; 64], &[u32; 64]) {
+        let [even, odd] = keys;
+        if i.is_multiple_of(2) { (even, odd) } else { (odd, even) }
+    }
+
+    /// Counts 64 keys, the two halves in turn (as `kernel::count_prefixes`
+    /// takes them).
+    #[inline]
+    fn add_keys(keys: &[u32; 64], tally: &mut kernel::Tally<'_>) {
+        for j in 0..32 {
+            tally.add(keys[j]);
+            tally.add(keys[j + 32]);
+        }
+    }
+
+    /// Counts what the fused loops leave: the keys of their last group of
+    /// 64 (of `groups` groups), then those of `tail` and `more`.
+    #[inline]
+    fn count_rest(
+        keys: &[[u32; 64]; 2],
+        groups: usize,
+        tail: &[u8],
+        more: &[u8],
+        tally: &mut kernel::Tally<'_>,
+    ) {
+        if let Some(last) = groups.checked_sub(1) {
+            for &p in &keys[last % 2] {
+                tally.add(p);
+            }
+        }
+        for c in tail
+            .as_chunks::<4>()
+            .0
+            .iter()
+            .chain(more.as_chunks::<4>().0)
+        {
+            tally.add(kernel::key32(u32::from_le_bytes(*c)) >> LOW32);
         }
     }
 
@@ -1033,6 +1305,111 @@ mod tests {
                 Wide::BF16 => half::bf16::from_f32(x).to_le_bytes().to_vec(),
             })
             .collect()
+    }
+
+    /// A fused F32 scan and count ([`x86::scan_count_f32`]).
+    #[cfg(target_arch = "x86_64")]
+    type FusedCopy = fn(&[u8], &[u8], u32, f64, &[u8], &mut kernel::Tally<'_>) -> F32Lanes;
+
+    /// The fused copies this CPU has the features of.
+    #[cfg(target_arch = "x86_64")]
+    fn fused_copies() -> Vec<FusedCopy> {
+        let mut copies: Vec<FusedCopy> = Vec::new();
+        if avx2() {
+            // SAFETY: the CPU has AVX2, checked just above.
+            copies.push(|b, m, tb, x0, a, t| unsafe { x86::scan_count_f32(b, m, tb, x0, a, t) });
+        }
+        if avx512() {
+            // SAFETY: the CPU has these AVX-512 subsets, checked just above.
+            copies
+                .push(|b, m, tb, x0, a, t| unsafe { x86::scan_count_f32_512(b, m, tb, x0, a, t) });
+        }
+        copies
+    }
+
+    #[test]
+    fn the_block_and_its_prefixes_in_one_loop_agree_bit_for_bit() {
+        let mut idx = [0u32; kernel::PART];
+        let lengths = [
+            1,
+            3,
+            7,
+            8,
+            9,
+            63,
+            64,
+            65,
+            127,
+            128,
+            300,
+            2047,
+            BLOCK,
+            BLOCK + 9,
+        ];
+        for (seed, &n) in lengths.iter().enumerate() {
+            for specials in [false, true] {
+                let mut vals = values(seed as u64 + 11, n + 3, specials);
+                // Half the blocks with no zero or subnormal (the scan's
+                // second loop is skipped there).
+                if seed % 2 == 0 {
+                    for x in &mut vals {
+                        if x.abs() < f32::MIN_POSITIVE {
+                            *x = 1.5;
+                        }
+                    }
+                }
+                let all = encode(Wide::F32, &vals, false);
+                // Unaligned starts, and an `ahead` that is the next bytes.
+                for offset in 0..4 {
+                    let bytes = &all[4 * (offset % 3)..][..4 * n];
+                    let ahead = all.get(4 * n + offset..).unwrap_or(&[]);
+                    let ahead = ahead.get(..ahead.len() / 4 * 4).unwrap_or(&[]);
+                    for tiny_bits in [0x0080_0000, 0x3880_0000] {
+                        let mut one = (Specials::default(), Moments::default());
+                        let a = tally_of(|t| {
+                            one = block_and_prefixes_f32(bytes, ahead, tiny_bits, &mut idx, t);
+                        });
+                        // Every fused copy this CPU can run, called as the
+                        // dispatch calls them (for a block: a longer run is
+                        // split, and counted apart).
+                        #[cfg(target_arch = "x86_64")]
+                        for copy in fused_copies().into_iter().filter(|_| n <= BLOCK) {
+                            let mut own = (Specials::default(), Moments::default());
+                            let c = tally_of(|t| {
+                                own = kernel::block_wide_by(
+                                    Wide::F32,
+                                    bytes,
+                                    tiny_bits,
+                                    |_, groups, tiny_bits, x0| {
+                                        let more = bytes.get(groups.len()..).unwrap_or(&[]);
+                                        copy(groups, more, tiny_bits, x0, ahead, t)
+                                    },
+                                    kernel::scan_groups,
+                                );
+                            });
+                            assert_eq!(own.0, one.0);
+                            assert_eq!(format!("{:?}", own.1), format!("{:?}", one.1));
+                            assert!(c == a, "a fused copy's counts differ (n {n})");
+                        }
+                        let mut two = (Specials::default(), Moments::default());
+                        let b = tally_of(|t| {
+                            two = kernel::block_wide(
+                                Wide::F32,
+                                bytes,
+                                tiny_bits,
+                                kernel::scan_groups,
+                            );
+                            kernel::count_prefixes_f32(bytes, &[], &mut idx, t);
+                        });
+                        let what = format!("n {n}, specials {specials}, offset {offset}");
+                        assert_eq!(one.0, two.0, "{what}");
+                        assert_eq!(format!("{:?}", one.1), format!("{:?}", two.1), "{what}");
+                        assert!(a == b, "counts differ: {what}");
+                        assert_eq!(a.iter().sum::<u64>(), n as u64, "{what}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -38,7 +38,8 @@ use crate::stats::kernel::{
 use crate::stats::refine::{KeySource, Target, refine};
 use crate::stats::report::Sigma6;
 use crate::stats::simd::{
-    block_wide, count_prefixes, for_each_marked, for_each_marked_f32, for_each_marked_f64,
+    block_and_prefixes_f32, count_prefixes, for_each_marked, for_each_marked_f32,
+    for_each_marked_f64,
 };
 use crate::stats::{
     Histogram, QuantileMode, Quantiles, Scalar, StatsOptions, ValueStats, empty_histogram,
@@ -298,11 +299,16 @@ pub(crate) fn stats<V: View>(
                 let (raw, _) = raw.as_chunks::<4>();
                 for (i, block) in raw.chunks(BLOCK).enumerate() {
                     let next = raw.get((i + 1) * BLOCK..).unwrap_or(&[]);
-                    let (sp, m) = block_wide(Wide::F32, block.as_flattened(), tiny);
+                    let ahead = next.get(..BLOCK).unwrap_or(next);
+                    let (sp, m) = block_and_prefixes_f32(
+                        block.as_flattened(),
+                        ahead.as_flattened(),
+                        tiny,
+                        &mut idx,
+                        &mut table,
+                    );
                     acc.specials.merge(&sp);
                     acc.moments.merge(&m);
-                    let ahead = next.get(..BLOCK).unwrap_or(next);
-                    count_prefixes(block, ahead, &mut idx, &mut table);
                 }
             } else if let Some(vals) = view.in_place(range.clone()) {
                 for (i, block) in vals.chunks(BLOCK).enumerate() {

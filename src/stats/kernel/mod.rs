@@ -175,8 +175,8 @@ mod tests;
 pub(crate) use counting::{count_bytes, count_f6, count_u16, for_each_hit};
 pub(crate) use histogram::{F32Guess, histogram_block, histogram_f32};
 pub(crate) use moments::{
-    F32Lanes, Wide, block_f64, block_f64_in, block_f64_with, block_wide, f32_bytes, fold_lanes,
-    fold_range, scan_groups,
+    F32Lanes, Wide, block_f64, block_f64_in, block_f64_with, block_wide, block_wide_by, f32_bytes,
+    fold_lanes, fold_range, scan_groups,
 };
 #[cfg(test)]
 pub(crate) use prefix::count_prefixes_f32;

@@ -173,6 +173,21 @@ pub(crate) fn block_wide(
     tiny_bits: u32,
     scan: GroupScan,
 ) -> (Specials, Moments) {
+    block_wide_by(kind, bytes, tiny_bits, scan, scan)
+}
+
+/// [`block_wide`] whose first scan of the block's whole groups is
+/// `first_scan`
+/// (which may do more work on the side: it is called at most once, and
+/// only for a block of at most [`BLOCK`] elements that holds one); the
+/// sums of a block that holds NaN or Inf are made again by `scan`.
+pub(crate) fn block_wide_by(
+    kind: Wide,
+    bytes: &[u8],
+    tiny_bits: u32,
+    first_scan: impl FnOnce(Wide, &[u8], u32, f64) -> F32Lanes,
+    scan: GroupScan,
+) -> (Specials, Moments) {
     let w = kind.width();
     if bytes.len() > w * BLOCK {
         return block_split(kind, bytes, tiny_bits, scan);
@@ -184,7 +199,7 @@ pub(crate) fn block_wide(
     let x0 = f64::from(kind.value(first));
     let whole = n / 8 * 8 * w;
     let (groups, rest) = bytes.split_at(whole);
-    let mut l = scan(kind, groups, tiny_bits, x0);
+    let mut l = first_scan(kind, groups, tiny_bits, x0);
     for c in rest.chunks_exact(w) {
         l.add(0, kind.value(c), tiny_bits, x0);
     }

@@ -358,6 +358,8 @@ mod x86 {
 
     /// Low bits of an f32 key below its prefix.
     const LOW32: u32 = 32 - kernel::PREFIX_BITS;
+    // A key shifted right by LOW32 indexes the tallies (`add_keys`).
+    const _: () = assert!(kernel::BUCKETS == 1 << (32 - LOW32));
 
     /// [`kernel::count_prefixes`] compiled for AVX2.
     #[target_feature(enable = "avx2")]
@@ -1180,16 +1182,34 @@ mod x86 {
     #[inline]
     fn turn(keys: &mut [[u32; 64]; 2], i: usize) -> (&mut [u32; 64], &[u32; 64]) {
         let [even, odd] = keys;
-        if i.is_multiple_of(2) { (even, odd) } else { (odd, even) }
+        if i.is_multiple_of(2) {
+            (even, odd)
+        } else {
+            (odd, even)
+        }
     }
 
     /// Counts 64 keys, the two halves in turn (as `kernel::count_prefixes`
     /// takes them).
     #[inline]
     fn add_keys(keys: &[u32; 64], tally: &mut kernel::Tally<'_>) {
+        let mut add = |p: u32| {
+            let i = p as usize;
+            // SAFETY: the fused loops fill `keys` with 32-bit keys shifted
+            // right by LOW32, so below BUCKETS = 2^(32 − LOW32): in bounds
+            // of both tables.
+            unsafe {
+                let c = tally.low.get_unchecked_mut(i);
+                *c = c.wrapping_add(1);
+                if *c == 0 {
+                    let w = tally.wraps.get_unchecked_mut(i);
+                    *w = w.wrapping_add(1);
+                }
+            }
+        };
         for j in 0..32 {
-            tally.add(keys[j]);
-            tally.add(keys[j + 32]);
+            add(keys[j]);
+            add(keys[j + 32]);
         }
     }
 

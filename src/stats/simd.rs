@@ -1114,9 +1114,10 @@ mod x86 {
         acc.lanes()
     }
 
-    /// The loop shared by [`scan_count_f32`] and [`scan_count_f32_512`]:
-    /// calls `sum` with every group of eight values of `bytes`, in order,
-    /// and counts the key prefixes of `bytes` then `more`. The keys of 64
+    /// The loop of [`scan_count_f32`] (whose sums `sum` adds; the AVX-512
+    /// copy has its own, for its 512-bit keys): calls `sum` with every group
+    /// of eight values of `bytes`, in order, and counts the key prefixes of
+    /// `bytes` then `more`. The keys of 64
     /// values are made while the adds of the 64 before them run, so that
     /// the vector sums and the scalar adds share the core (one after the
     /// other, the sums wait for memory and the adds for the store port).

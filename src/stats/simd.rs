@@ -78,6 +78,31 @@ pub(crate) fn block_f64(vals: &[f64], smallest_normal: f64) -> (Specials, Moment
     kernel::block_f64(vals, smallest_normal)
 }
 
+/// [`block_f64`] of f64 values, and their key prefixes counted into
+/// `table` ([`count_prefixes`], which asks for `ahead` while it counts).
+/// With AVX-512 both in one loop for a block of at most [`kernel::BLOCK`]
+/// values ([`x86::block_f64_count_512`]), with the same results.
+pub(crate) fn block_and_prefixes_f64(
+    vals: &[f64],
+    ahead: &[f64],
+    smallest_normal: f64,
+    idx: &mut [u32; kernel::PART],
+    table: &mut kernel::Tally<'_>,
+) -> (Specials, Moments) {
+    #[cfg(target_arch = "x86_64")]
+    if avx512() && vals.len() <= kernel::BLOCK {
+        // SAFETY: the CPU has these AVX-512 subsets, checked just above.
+        let summary = unsafe { x86::block_f64_count_512(vals, smallest_normal, ahead, table) };
+        // The values are counted whatever the summary; a block it leaves
+        // is summarised as `block_f64` does.
+        // SAFETY: as above.
+        return summary.unwrap_or_else(|| unsafe { x86::block_f64_512(vals, smallest_normal) });
+    }
+    let summary = block_f64(vals, smallest_normal);
+    count_prefixes(vals, ahead, idx, table);
+    summary
+}
+
 /// Little-endian f64 values read in place: `bytes` as `&[f64]` when they
 /// start on an 8-byte boundary and this CPU is little-endian (`None`
 /// otherwise: the caller decodes them into a buffer).
@@ -341,8 +366,8 @@ mod x86 {
         _mm512_storeu_si512, _mm512_sub_ps, _mm512_test_epi32_mask,
     };
     use std::arch::x86_64::{
-        _mm256_storeu_si256, _mm512_loadu_si512, _mm512_or_si512, _mm512_srai_epi32,
-        _mm512_xor_si512,
+        _mm256_storeu_si256, _mm512_cvtepi64_epi32, _mm512_loadu_si512, _mm512_or_si512,
+        _mm512_srai_epi32, _mm512_srai_epi64, _mm512_xor_si512,
     };
 
     use super::{F32Lanes, Moments, Specials};
@@ -358,8 +383,11 @@ mod x86 {
 
     /// Low bits of an f32 key below its prefix.
     const LOW32: u32 = 32 - kernel::PREFIX_BITS;
-    // A key shifted right by LOW32 indexes the tallies (`add_keys`).
+    /// Low bits of an f64 key below its prefix.
+    const LOW64: u32 = 64 - kernel::PREFIX_BITS;
+    // A key shifted right by LOW32 (LOW64) indexes the tallies (`add_keys`).
     const _: () = assert!(kernel::BUCKETS == 1 << (32 - LOW32));
+    const _: () = assert!(kernel::BUCKETS == 1 << (64 - LOW64));
 
     /// [`kernel::count_prefixes`] compiled for AVX2.
     #[target_feature(enable = "avx2")]
@@ -406,6 +434,19 @@ mod x86 {
         vals: &[f64],
         smallest_normal: f64,
     ) -> Option<(Specials, Moments)> {
+        summarise_f64_512(vals, smallest_normal, |_| {})
+    }
+
+    /// [`block_f64_fused_512`] that calls `beside(i)` after the sums of
+    /// each whole group `i` of sixteen values (every group, whatever it
+    /// returns), for work of its own on those values.
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+    #[inline]
+    fn summarise_f64_512(
+        vals: &[f64],
+        smallest_normal: f64,
+        mut beside: impl FnMut(usize),
+    ) -> Option<(Specials, Moments)> {
         let &first = vals.first()?;
         let abs_mask = _mm512_castsi512_pd(_mm512_set1_epi64(0x7fff_ffff_ffff_ffff));
         let shift = _mm512_set1_pd(first);
@@ -418,7 +459,7 @@ mod x86 {
             ([zero; 2], [zero; 2], [zero; 2], [zero; 2]);
         let (mut tiny, mut zeros, mut finite) = (0u32, 0u32, 0xffu8);
         let (chunks, rest) = vals.as_chunks::<16>();
-        for c in chunks {
+        for (i, c) in chunks.iter().enumerate() {
             for h in 0..2 {
                 let lanes = c.get(8 * h..8 * h + 8).unwrap_or(&[0.0; 8]);
                 // SAFETY: `lanes` is eight readable f64.
@@ -437,6 +478,7 @@ mod x86 {
                 sum_d[h] = _mm512_add_pd(sum_d[h], d);
                 sum_d2[h] = _mm512_add_pd(sum_d2[h], _mm512_mul_pd(d, d));
             }
+            beside(i);
         }
         if finite != 0xff || rest.iter().any(|x| !x.is_finite()) {
             return None;
@@ -506,6 +548,72 @@ mod x86 {
             ..Specials::default()
         };
         Some((sp, Moments::from_block(vals.len() as u64, 0, first, sums)))
+    }
+
+    /// [`block_f64_fused_512`] of at most a block of values, and the key
+    /// prefixes of every value counted into `tally` (whatever the summary
+    /// returns) in the same loop: the keys of 64 values are made while the
+    /// adds of the 64 before them run, as in [`scan_count_f32_512`], and
+    /// `ahead` (the next block) is asked for a line per eight values.
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+    pub(super) fn block_f64_count_512(
+        vals: &[f64],
+        smallest_normal: f64,
+        ahead: &[f64],
+        tally: &mut kernel::Tally<'_>,
+    ) -> Option<(Specials, Moments)> {
+        let (chunks, rest) = vals.as_chunks::<16>();
+        let sign = _mm512_set1_epi64(i64::MIN);
+        let mut keys = [[0u32; 64]; 2];
+        let mut lines = ahead.chunks(8);
+        let summary = summarise_f64_512(vals, smallest_normal, |i| {
+            for _ in 0..2 {
+                if let Some(line) = lines.next() {
+                    super::prefetch(line);
+                }
+            }
+            let Some(c) = chunks.get(i) else {
+                return;
+            };
+            let (fill, done) = turn(&mut keys, i / 4);
+            let at = 16 * (i % 4);
+            for h in 0..2 {
+                let (Some(part), Some(out)) = (
+                    c.get(8 * h..8 * h + 8),
+                    fill.get_mut(at + 8 * h..at + 8 * h + 8),
+                ) else {
+                    continue;
+                };
+                // SAFETY: `part` is 64 readable bytes and `out` 32 writable
+                // ones; neither access needs alignment.
+                unsafe {
+                    let b = _mm512_loadu_si512(part.as_ptr().cast());
+                    let key =
+                        _mm512_xor_si512(b, _mm512_or_si512(_mm512_srai_epi64::<63>(b), sign));
+                    let prefix = _mm512_cvtepi64_epi32(_mm512_srli_epi64::<LOW64>(key));
+                    _mm256_storeu_si256(out.as_mut_ptr().cast(), prefix);
+                }
+            }
+            // A group of four chunks is whole: count the one before.
+            if i % 4 == 3 && i >= 7 {
+                add_keys(done, tally);
+            }
+        });
+        // The last whole group, the chunks after it, then the last values.
+        let groups = chunks.len() / 4;
+        if let Some(last) = groups.checked_sub(1) {
+            add_keys(&keys[last % 2], tally);
+        }
+        for &p in keys[groups % 2]
+            .get(..16 * (chunks.len() % 4))
+            .unwrap_or(&[])
+        {
+            tally.add(p);
+        }
+        for &x in rest {
+            tally.add(kernel::Keyed::prefix(x));
+        }
+        summary
     }
 
     /// [`kernel::for_each_marked`] compiled for AVX2.
@@ -1196,9 +1304,10 @@ mod x86 {
     fn add_keys(keys: &[u32; 64], tally: &mut kernel::Tally<'_>) {
         let mut add = |p: u32| {
             let i = p as usize;
-            // SAFETY: the fused loops fill `keys` with 32-bit keys shifted
-            // right by LOW32, so below BUCKETS = 2^(32 − LOW32): in bounds
-            // of both tables.
+            // SAFETY: the fused loops fill `keys` with the top PREFIX_BITS
+            // bits of keys (32-bit ones shifted right by LOW32, 64-bit ones
+            // by LOW64), so below BUCKETS = 2^PREFIX_BITS: in bounds of
+            // both tables.
             unsafe {
                 let c = tally.low.get_unchecked_mut(i);
                 *c = c.wrapping_add(1);
@@ -1997,6 +2106,37 @@ mod tests {
                             assert_eq!(got, portable, "{name}, {n} values of 2^{magnitude}");
                         }
                     }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_f64_block_and_its_prefixes_in_one_loop_agree_bit_for_bit() {
+        let mut idx = [0u32; kernel::PART];
+        let mut seed = 5;
+        for magnitude in [0, 700, -1060] {
+            for specials in [false, true] {
+                for n in [
+                    0, 1, 15, 16, 17, 63, 64, 65, 127, 128, 129, 200, 2047, BLOCK,
+                ] {
+                    seed += 2;
+                    let all = values_f64(seed, n + 40, specials, magnitude);
+                    let (vals, ahead) = all.split_at(n);
+                    let sn = f64::MIN_POSITIVE;
+                    let mut one = (Specials::default(), Moments::default());
+                    let a = tally_of(|t| {
+                        one = block_and_prefixes_f64(vals, ahead, sn, &mut idx, t);
+                    });
+                    let mut two = (Specials::default(), Moments::default());
+                    let b = tally_of(|t| {
+                        two = kernel::block_f64(vals, sn);
+                        kernel::count_prefixes(vals, &[], &mut idx, t);
+                    });
+                    let what = format!("{n} values of 2^{magnitude}, specials {specials}");
+                    assert_eq!(format!("{one:?}"), format!("{two:?}"), "{what}");
+                    assert!(a == b, "counts differ: {what}");
+                    assert_eq!(a.iter().sum::<u64>(), n as u64, "{what}");
                 }
             }
         }

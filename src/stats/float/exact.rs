@@ -38,8 +38,8 @@ use crate::stats::kernel::{
 use crate::stats::refine::{KeySource, Target, refine};
 use crate::stats::report::Sigma6;
 use crate::stats::simd::{
-    block_and_prefixes_f32, count_prefixes, for_each_marked, for_each_marked_f32,
-    for_each_marked_f64,
+    block_and_prefixes_f32, block_and_prefixes_f64, count_prefixes, for_each_marked,
+    for_each_marked_f32, for_each_marked_f64,
 };
 use crate::stats::{
     Histogram, QuantileMode, Quantiles, Scalar, StatsOptions, ValueStats, empty_histogram,
@@ -313,11 +313,17 @@ pub(crate) fn stats<V: View>(
             } else if let Some(vals) = view.in_place(range.clone()) {
                 for (i, block) in vals.chunks(BLOCK).enumerate() {
                     let next = vals.get((i + 1) * BLOCK..).unwrap_or(&[]);
-                    let (sp, m) = V::T::summarize(block, tiny);
+                    let ahead = next.get(..BLOCK).unwrap_or(next);
+                    let (sp, m) = if let (Some(block), Some(ahead)) =
+                        (V::T::f64s(block), V::T::f64s(ahead))
+                    {
+                        block_and_prefixes_f64(block, ahead, tiny, &mut idx, &mut table)
+                    } else {
+                        count_prefixes(block, ahead, &mut idx, &mut table);
+                        V::T::summarize(block, tiny)
+                    };
                     acc.specials.merge(&sp);
                     acc.moments.merge(&m);
-                    let ahead = next.get(..BLOCK).unwrap_or(next);
-                    count_prefixes(block, ahead, &mut idx, &mut table);
                 }
             } else {
                 for_each_block(view, range, |vals| {

@@ -1196,9 +1196,13 @@ mod x86 {
 
     /// [`scan_f32`] of `bytes` (whole groups of eight values) and
     /// [`kernel::count_prefixes`] of `bytes` then `more` (the block's last
-    /// values) in one loop ([`scan_and_count`]). The sums see the
-    /// operations of [`scan_f32`] in its order, so they are its bits (and
-    /// those of the AVX-512 scan).
+    /// values) in one loop: the keys of 64 values are made while the adds
+    /// of the 64 before them run, so that the vector sums and the scalar
+    /// adds share the core (one after the other, the sums wait for memory
+    /// and the adds for the store port). `ahead` (the next block) is asked
+    /// for a line per 16 values. The sums see the operations of
+    /// [`scan_f32`] in its order, so they are its bits (and those of the
+    /// AVX-512 scan).
     #[target_feature(enable = "avx2")]
     pub(super) fn scan_count_f32(
         bytes: &[u8],
@@ -1210,35 +1214,6 @@ mod x86 {
     ) -> F32Lanes {
         let mut acc = Acc::new(tiny_bits, x0);
         let mut low = _mm256_set1_epi32(-1);
-        scan_and_count(bytes, more, ahead, tally, |v| {
-            low = acc.track_low(low, v);
-            acc.add(v);
-        });
-        if acc.any_small(low) {
-            for g in bytes.as_chunks::<32>().0 {
-                acc.count_small(load_f32x8(g));
-            }
-        }
-        acc.lanes()
-    }
-
-    /// The loop of [`scan_count_f32`] (whose sums `sum` adds; the AVX-512
-    /// copy has its own, for its 512-bit keys): calls `sum` with every group
-    /// of eight values of `bytes`, in order, and counts the key prefixes of
-    /// `bytes` then `more`. The keys of 64
-    /// values are made while the adds of the 64 before them run, so that
-    /// the vector sums and the scalar adds share the core (one after the
-    /// other, the sums wait for memory and the adds for the store port).
-    /// `ahead` (the next block) is asked for a line per 16 values.
-    #[target_feature(enable = "avx2")]
-    #[inline]
-    fn scan_and_count(
-        bytes: &[u8],
-        more: &[u8],
-        ahead: &[u8],
-        tally: &mut kernel::Tally<'_>,
-        mut sum: impl FnMut(__m256),
-    ) {
         let sign = _mm256_set1_epi32(i32::MIN);
         let mut keys = [[0u32; 64]; 2];
         let (supers, tail) = bytes.as_chunks::<256>();
@@ -1253,7 +1228,8 @@ mod x86 {
                 .zip(fill.as_chunks_mut::<8>().0)
             {
                 let v = load_f32x8(g);
-                sum(v);
+                low = acc.track_low(low, v);
+                acc.add(v);
                 let bits = _mm256_castps_si256(v);
                 let key =
                     _mm256_xor_si256(bits, _mm256_or_si256(_mm256_srai_epi32::<31>(bits), sign));
@@ -1271,9 +1247,17 @@ mod x86 {
             }
         }
         for g in tail.as_chunks::<32>().0 {
-            sum(load_f32x8(g));
+            let v = load_f32x8(g);
+            low = acc.track_low(low, v);
+            acc.add(v);
         }
         count_rest(&keys, supers.len(), tail, more, tally);
+        if acc.any_small(low) {
+            for g in bytes.as_chunks::<32>().0 {
+                acc.count_small(load_f32x8(g));
+            }
+        }
+        acc.lanes()
     }
 
     /// Asks for the next four lines (64 f32 values) of `lines`.

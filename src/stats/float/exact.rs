@@ -96,12 +96,7 @@ struct Counts {
 impl Counts {
     fn new() -> Self {
         let kept = TABLES.lock().ok().and_then(|mut t| t.pop());
-        let (low, wraps) = kept.unwrap_or_else(|| {
-            (
-                vec![0u8; BUCKETS].into_boxed_slice(),
-                vec![0u32; BUCKETS].into_boxed_slice(),
-            )
-        });
+        let (low, wraps) = kept.unwrap_or_else(|| (written_zeros(0u8), written_zeros(0u32)));
         Self {
             low,
             wraps,
@@ -194,6 +189,37 @@ impl Counts {
         self
     }
 
+    /// The buckets of `touched` that hold counts, in order. Runs of empty
+    /// buckets (most of the range of values around zero: the tiny
+    /// magnitudes) are skipped a group at a time.
+    fn occupied(&self) -> Vec<u32> {
+        const GROUP: usize = 32;
+        let r = self.touched.clone();
+        let mut out = Vec::new();
+        let (Some(low), Some(wraps)) = (self.low.get(r.clone()), self.wraps.get(r.clone())) else {
+            return out;
+        };
+        let spill = self.spill.get(r.clone());
+        for (g, (l, w)) in low.chunks(GROUP).zip(wraps.chunks(GROUP)).enumerate() {
+            let s = spill
+                .and_then(|s| s.get(g * GROUP..))
+                .map(|s| s.get(..l.len()).unwrap_or(s));
+            let any = l.iter().fold(0, |a, &b| a | b) != 0
+                || w.iter().fold(0, |a, &b| a | b) != 0
+                || s.is_some_and(|s| s.iter().any(|&x| x != 0));
+            if !any {
+                continue;
+            }
+            for (i, (&l, &w)) in l.iter().zip(w).enumerate() {
+                let spilled = s.and_then(|s| s.get(i)).is_some_and(|&x| x != 0);
+                if l != 0 || w != 0 || spilled {
+                    out.push((r.start + g * GROUP + i) as u32);
+                }
+            }
+        }
+        out
+    }
+
     /// The count of bucket `p` in the tables, clearing it there.
     fn take_tables(&mut self, p: usize) -> u64 {
         let low = self.low.get_mut(p).map_or(0, std::mem::take);
@@ -205,6 +231,17 @@ impl Counts {
     fn take(&mut self, p: usize) -> u64 {
         self.take_tables(p) + self.spill.get(p).copied().unwrap_or(0)
     }
+}
+
+/// A table of [`BUCKETS`] zeros, written rather than allocated zeroed: a
+/// zeroed allocation maps the shared zero page, and the first count in each
+/// page then takes a copy-on-write fault whose TLB flush interrupts every
+/// other thread of the process (the value is opaque so that the writes are
+/// not turned back into a zeroed allocation).
+fn written_zeros<T: Copy>(zero: T) -> Box<[T]> {
+    let mut table = Vec::with_capacity(BUCKETS);
+    table.resize(BUCKETS, std::hint::black_box(zero));
+    table.into_boxed_slice()
 }
 
 /// The smallest range holding both (an empty one holds nothing).
@@ -372,7 +409,8 @@ pub(crate) fn stats<V: View>(
     let mut located: Vec<Located> = Vec::new();
     let mut next_rank = 0;
     let mut below = 0u64;
-    for p in counts.touched.clone() {
+    for p in counts.occupied() {
+        let p = p as usize;
         let c = counts.take(p);
         if c == 0 {
             continue;
@@ -1017,6 +1055,39 @@ mod tests {
         cancel.cancel();
         let view = F32View(&bytes);
         assert!(stats(&view, &StatsOptions::default(), &cancel, &Progress::new()).is_err());
+    }
+
+    #[test]
+    fn occupied_buckets_are_those_with_counts() {
+        let mut counts = Counts::new();
+        // A count of 256 leaves the low byte zero; a spilled count leaves
+        // both tables zero; the others sit beside a group's edges and in
+        // the short group at the end of the range.
+        let mut table = counts.tally().expect("tables");
+        for _ in 0..256 {
+            table.add(40);
+        }
+        for p in [31, 32, 63, 70, 70, 71, 90] {
+            table.add(p);
+        }
+        counts.spill = vec![0; BUCKETS];
+        counts.spill[95] = 3;
+        counts.since = 263;
+        counts.touched = 10..97;
+        assert_eq!(counts.occupied(), [31, 32, 40, 63, 70, 71, 90, 95]);
+        let taken: Vec<u64> = counts
+            .occupied()
+            .into_iter()
+            .map(|p| counts.take(p as usize))
+            .collect();
+        assert_eq!(taken, [1, 1, 256, 1, 2, 1, 1, 3]);
+        // The tables are clear (the spilled counts stay until dropped); a
+        // bucket outside the range is not looked at (and is taken here, so
+        // that the tables go back clear).
+        counts.tally().expect("tables").add(5);
+        assert_eq!(counts.occupied(), [95]);
+        assert_eq!(counts.take(5), 1);
+        counts.since = 0;
     }
 
     #[test]

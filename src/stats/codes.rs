@@ -14,7 +14,7 @@ use super::moments::Moments;
 use super::report::Sigma6;
 use super::{
     CHUNK_BYTES, CodeHistogram, Detail, Histogram, Quantiles, Scalar, StatsOptions, ValueStats,
-    empty_histogram, is_integer, log2_histogram, par_chunks, smallest_normal,
+    empty_histogram, is_integer, log2_histogram, par_chunks, smallest_normal, written_zeros,
 };
 use crate::dtype::Dtype;
 use crate::dtype::decode::{BitOrder, code_at, code_table, code_to_f64, element_count};
@@ -193,9 +193,9 @@ fn dense_u16(
         CHUNK_BYTES,
         cancel,
         || Acc {
-            low: vec![0; 1 << 16],
-            wraps: vec![0; 1 << 16],
-            total: vec![0; 1 << 16],
+            low: written_zeros(1 << 16, 0),
+            wraps: written_zeros(1 << 16, 0),
+            total: written_zeros(1 << 16, 0),
         },
         |acc, r| {
             let part = byte_range(bytes, r);

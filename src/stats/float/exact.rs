@@ -43,7 +43,7 @@ use crate::stats::simd::{
 };
 use crate::stats::{
     Histogram, QuantileMode, Quantiles, Scalar, StatsOptions, ValueStats, empty_histogram,
-    log2_histogram, par_chunks,
+    log2_histogram, par_chunks, written_zeros,
 };
 
 /// Tensors of at most this many elements are sorted instead of counted.
@@ -96,7 +96,12 @@ struct Counts {
 impl Counts {
     fn new() -> Self {
         let kept = TABLES.lock().ok().and_then(|mut t| t.pop());
-        let (low, wraps) = kept.unwrap_or_else(|| (written_zeros(0u8), written_zeros(0u32)));
+        let (low, wraps) = kept.unwrap_or_else(|| {
+            (
+                written_zeros(BUCKETS, 0u8).into_boxed_slice(),
+                written_zeros(BUCKETS, 0u32).into_boxed_slice(),
+            )
+        });
         Self {
             low,
             wraps,
@@ -231,17 +236,6 @@ impl Counts {
     fn take(&mut self, p: usize) -> u64 {
         self.take_tables(p) + self.spill.get(p).copied().unwrap_or(0)
     }
-}
-
-/// A table of [`BUCKETS`] zeros, written rather than allocated zeroed: a
-/// zeroed allocation maps the shared zero page, and the first count in each
-/// page then takes a copy-on-write fault whose TLB flush interrupts every
-/// other thread of the process (the value is opaque so that the writes are
-/// not turned back into a zeroed allocation).
-fn written_zeros<T: Copy>(zero: T) -> Box<[T]> {
-    let mut table = Vec::with_capacity(BUCKETS);
-    table.resize(BUCKETS, std::hint::black_box(zero));
-    table.into_boxed_slice()
 }
 
 /// The smallest range holding both (an empty one holds nothing).

@@ -193,9 +193,9 @@ fn dense_u16(
         CHUNK_BYTES,
         cancel,
         || Acc {
-            low: written_zeros(1 << 16, 0),
-            wraps: written_zeros(1 << 16, 0),
-            total: written_zeros(1 << 16, 0),
+            low: written_zeros(1 << 16),
+            wraps: written_zeros(1 << 16),
+            total: written_zeros(1 << 16),
         },
         |acc, r| {
             let part = byte_range(bytes, r);

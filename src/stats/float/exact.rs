@@ -98,8 +98,8 @@ impl Counts {
         let kept = TABLES.lock().ok().and_then(|mut t| t.pop());
         let (low, wraps) = kept.unwrap_or_else(|| {
             (
-                written_zeros(BUCKETS, 0u8).into_boxed_slice(),
-                written_zeros(BUCKETS, 0u32).into_boxed_slice(),
+                written_zeros::<u8>(BUCKETS).into_boxed_slice(),
+                written_zeros::<u32>(BUCKETS).into_boxed_slice(),
             )
         });
         Self {

@@ -27,4 +27,4 @@ pub mod stats;
 pub mod text;
 
 pub use dtype::Dtype;
-pub use format::{Checkpoint, FormatError, Header, LoadError, SafetensorsFile, TensorInfo};
+pub use format::{Checkpoint, FormatError, Header, LoadError, StoredFile, TensorInfo};

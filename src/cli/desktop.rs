@@ -1,7 +1,8 @@
 //! Desktop integration on Linux: `tensorscope --install-desktop` installs
-//! the `.desktop` entry, the `application/x-safetensors` MIME type and the
-//! icon for the current user (XDG data dirs), and makes Tensorscope the
-//! default handler, so a double-click on a checkpoint opens it.
+//! the `.desktop` entry, the MIME types of the containers it opens
+//! (`application/x-safetensors`, `application/x-npy`, `application/x-npz`)
+//! and the icon for the current user (XDG data dirs), and makes Tensorscope
+//! their default handler, so a double-click on a checkpoint opens it.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -9,12 +10,14 @@ use std::process::Command;
 
 /// The desktop entry template (its `Exec=` line is rewritten on install).
 pub const DESKTOP_ENTRY: &str = include_str!("../../assets/tensorscope.desktop");
-/// The shared-mime-info description of `*.safetensors`.
+/// The shared-mime-info description of every container opened.
 pub const MIME_XML: &str = include_str!("../../assets/tensorscope-mime.xml");
 /// The scalable icon.
 pub const ICON_SVG: &str = include_str!("../../assets/tensorscope.svg");
 /// The MIME type of safetensors files.
 pub const MIME_TYPE: &str = "application/x-safetensors";
+/// Every MIME type Tensorscope opens (the `.desktop` file's `MimeType=`).
+pub const MIME_TYPES: &[&str] = &[MIME_TYPE, "application/x-npy", "application/x-npz"];
 /// The desktop entry's file name.
 pub const DESKTOP_FILE: &str = "tensorscope.desktop";
 
@@ -131,7 +134,14 @@ fn run_tool(report: &mut InstallReport, program: &str, args: &[&std::ffi::OsStr]
 fn set_default_in_mimeapps(config: &Path, report: &mut InstallReport) -> io::Result<()> {
     let path = config.join("mimeapps.list");
     let old = std::fs::read_to_string(&path).unwrap_or_default();
-    let line = format!("{MIME_TYPE}={DESKTOP_FILE};");
+    let lines = MIME_TYPES.iter().fold(String::new(), |mut s, t| {
+        s.push_str(t);
+        s.push('=');
+        s.push_str(DESKTOP_FILE);
+        s.push_str(";\n");
+        s
+    });
+    let ours = |l: &str| MIME_TYPES.iter().any(|t| l.starts_with(&format!("{t}=")));
     let mut out = String::new();
     let mut in_defaults = false;
     let mut done = false;
@@ -139,12 +149,11 @@ fn set_default_in_mimeapps(config: &Path, report: &mut InstallReport) -> io::Res
         let trimmed = l.trim();
         if trimmed.starts_with('[') {
             if in_defaults && !done {
-                out.push_str(&line);
-                out.push('\n');
+                out.push_str(&lines);
                 done = true;
             }
             in_defaults = trimmed == "[Default Applications]";
-        } else if in_defaults && trimmed.starts_with(&format!("{MIME_TYPE}=")) {
+        } else if in_defaults && ours(trimmed) {
             continue;
         }
         out.push_str(l);
@@ -154,14 +163,13 @@ fn set_default_in_mimeapps(config: &Path, report: &mut InstallReport) -> io::Res
         if !in_defaults {
             out.push_str("[Default Applications]\n");
         }
-        out.push_str(&line);
-        out.push('\n');
+        out.push_str(&lines);
     }
     write(&path, &out, report)
 }
 
 /// Installs the desktop entry, MIME type and icon for the current user
-/// and makes Tensorscope the default handler of `*.safetensors`.
+/// and makes Tensorscope the default handler of every container it opens.
 pub fn install(exe: &Path) -> io::Result<InstallReport> {
     let mut report = InstallReport::default();
     let data = data_home()?;
@@ -185,15 +193,9 @@ pub fn install(exe: &Path) -> io::Result<InstallReport> {
     );
     run_tool(&mut report, "update-desktop-database", &[apps.as_os_str()]);
     std::fs::create_dir_all(&config)?;
-    let set = run_tool(
-        &mut report,
-        "xdg-mime",
-        &[
-            "default".as_ref(),
-            DESKTOP_FILE.as_ref(),
-            MIME_TYPE.as_ref(),
-        ],
-    );
+    let mut args: Vec<&std::ffi::OsStr> = vec!["default".as_ref(), DESKTOP_FILE.as_ref()];
+    args.extend(MIME_TYPES.iter().map(|t| std::ffi::OsStr::new(*t)));
+    let set = run_tool(&mut report, "xdg-mime", &args);
     if !set {
         set_default_in_mimeapps(&config, &mut report)?;
         report
@@ -215,7 +217,11 @@ mod tests {
         assert_eq!(exec_quote("/a%b"), "/a%%b");
         let entry = desktop_entry(Path::new("/opt/ts/tensorscope"));
         assert!(entry.contains("\nExec=/opt/ts/tensorscope %F\n"));
-        assert!(entry.contains("MimeType=application/x-safetensors;"));
+        let listed = format!("MimeType={};", MIME_TYPES.join(";"));
+        assert!(entry.contains(&listed), "{entry}");
+        for t in MIME_TYPES {
+            assert!(MIME_XML.contains(&format!("type=\"{t}\"")), "{t}");
+        }
     }
 
     #[test]
@@ -230,7 +236,9 @@ mod tests {
         let mut r = InstallReport::default();
         set_default_in_mimeapps(dir, &mut r).expect("set");
         let s = std::fs::read_to_string(dir.join("mimeapps.list")).expect("read");
-        assert!(s.contains("application/x-safetensors=tensorscope.desktop;"));
+        for t in MIME_TYPES {
+            assert!(s.contains(&format!("{t}=tensorscope.desktop;")), "{s}");
+        }
         assert!(!s.contains("old.desktop"));
         assert!(s.contains("text/plain=x.desktop;"));
     }

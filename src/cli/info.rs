@@ -7,6 +7,7 @@ use serde::Serialize;
 use super::output::{Output, display_name, group_digits, path_string, report_error};
 use super::quant_doc::QuantDoc;
 use super::{EXIT_OK, InfoArgs};
+use tensorscope::format::stored::ByteOrder;
 use tensorscope::format::{Checkpoint, CheckpointKind, Warning};
 
 /// One tensor in `info --json`.
@@ -18,8 +19,10 @@ pub struct TensorDoc {
     pub dtype: &'static str,
     /// Shape (exact u64).
     pub shape: Vec<u64>,
-    /// `[begin, end]` relative to the data buffer of its file.
-    pub data_offsets: [u64; 2],
+    /// `[begin, end]` relative to the data buffer of a safetensors file; for
+    /// a container without one (NumPy), the absolute byte range of data
+    /// stored as is; `null` for compressed data.
+    pub data_offsets: Option<[u64; 2]>,
     /// Elements (the product of the shape; 1 for a scalar).
     pub numel: u64,
     /// Bytes of data: `numel × bits / 8`, equal to the offsets' span.
@@ -27,6 +30,26 @@ pub struct TensorDoc {
     /// The shard's file name (sharded models only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shard: Option<String>,
+    /// `"big"` for big-endian elements (absent: little-endian).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub byte_order: Option<&'static str>,
+    /// Strides in elements, when not stored in C order (Fortran order, a
+    /// view).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub strides: Option<Vec<u64>>,
+    /// The first element's index in a storage other tensors share.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub storage_offset: Option<u64>,
+    /// The id of a storage other tensors read too (tied weights).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub storage: Option<usize>,
+    /// `"deflate"` for a compressed zip member.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compression: Option<&'static str>,
+    /// What the container says of the tensor (NumPy: `descr`,
+    /// `format_version`, `fortran_order`, `member`).
+    #[serde(flatten)]
+    pub container: serde_json::Map<String, serde_json::Value>,
 }
 
 /// One shard in `info --json`.
@@ -51,6 +74,8 @@ pub struct ShardDoc {
 pub struct InfoDoc {
     /// What was opened, as given: a file, a shard index or a folder.
     pub path: String,
+    /// The container: `safetensors` or `numpy`.
+    pub format: &'static str,
     /// `single` or `sharded`.
     pub kind: &'static str,
     /// Size of the opened file (the index file for a sharded model).
@@ -93,14 +118,34 @@ impl InfoDoc {
         let sharded = ck.is_sharded();
         let tensors: Vec<TensorDoc> = ck
             .entries()
-            .map(|(t, info)| TensorDoc {
-                name: info.name().to_owned(),
-                dtype: info.dtype().name(),
-                shape: info.shape().to_vec(),
-                data_offsets: info.data_offsets(),
-                numel: info.numel(),
-                nbytes: info.nbytes(),
-                shard: sharded.then(|| ck.shards()[t.shard()].name().to_owned()),
+            .map(|(t, info)| {
+                let facts = ck.stored_facts(t);
+                let data_offsets = if ck.container().has_data_section() {
+                    Some(info.data_offsets())
+                } else {
+                    facts.data_range.as_ref().map(|r| [r.start, r.end])
+                };
+                TensorDoc {
+                    name: info.name().to_owned(),
+                    dtype: info.dtype().name(),
+                    shape: info.shape().to_vec(),
+                    data_offsets,
+                    numel: info.numel(),
+                    nbytes: info.nbytes(),
+                    shard: sharded.then(|| ck.shards()[t.shard()].name().to_owned()),
+                    byte_order: (facts.byte_order != ByteOrder::Little)
+                        .then_some(facts.byte_order.id()),
+                    storage_offset: (facts.shared_storage.is_some() || facts.storage_offset != 0)
+                        .then_some(facts.storage_offset),
+                    strides: facts.strides,
+                    storage: facts.shared_storage,
+                    compression: facts.compressed.then_some("deflate"),
+                    container: facts
+                        .container
+                        .into_iter()
+                        .map(|(k, v)| (k.to_owned(), v))
+                        .collect(),
+                }
             })
             .collect();
         let parameter_count = tensors.iter().fold(0u64, |a, t| a.saturating_add(t.numel));
@@ -139,6 +184,7 @@ impl InfoDoc {
         };
         Self {
             path: path_string(ck.path()),
+            format: ck.container().id(),
             kind: if sharded { "sharded" } else { "single" },
             file_size,
             header_size,
@@ -158,6 +204,7 @@ impl InfoDoc {
     pub fn to_text(&self) -> String {
         let mut s = String::new();
         let _ = writeln!(s, "path:        {}", self.path);
+        let _ = writeln!(s, "format:      {}", self.format);
         if let Some(h) = self.header_size {
             let _ = writeln!(
                 s,
@@ -206,15 +253,19 @@ impl InfoDoc {
                 .map(u64::to_string)
                 .collect::<Vec<_>>()
                 .join(", ");
-            let _ = write!(
-                s,
-                "{}  {}  [{}]  {}..{}",
-                display_name(&t.name),
-                t.dtype,
-                shape,
-                t.data_offsets[0],
-                t.data_offsets[1]
-            );
+            let _ = write!(s, "{}  {}  [{}]", display_name(&t.name), t.dtype, shape);
+            match t.data_offsets {
+                Some([b, e]) => {
+                    let _ = write!(s, "  {b}..{e}");
+                }
+                None => s.push_str("  (deflated)"),
+            }
+            if let Some(order) = t.byte_order {
+                let _ = write!(s, "  {order}-endian");
+            }
+            if t.strides.is_some() {
+                s.push_str("  strided");
+            }
             if let Some(shard) = &t.shard {
                 let _ = write!(s, "  {}", display_name(shard));
             }

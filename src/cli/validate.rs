@@ -103,7 +103,11 @@ impl ValidateDoc {
 /// Runs `validate` and returns its exit code (0 valid, 1 invalid, 2 when
 /// the file cannot be read).
 pub fn run(args: &ValidateArgs, out: &mut Output) -> i32 {
-    let (doc, code) = match Checkpoint::open(&args.file) {
+    let opened = Checkpoint::open(&args.file).and_then(|ck| {
+        ck.verify_data(&tensorscope::jobs::CancelToken::default())?;
+        Ok(ck)
+    });
+    let (doc, code) = match opened {
         Ok(ck) => (ValidateDoc::valid(&ck), EXIT_OK),
         Err(e) if e.is_verdict() => (ValidateDoc::invalid(&e), EXIT_NO),
         Err(e) => return report_error(out, args.common.json, &e),

@@ -326,7 +326,7 @@ fn in_batches<T: Send>(
             .flatten()
             .collect())
     };
-    if !a.is_remote() && !b.is_remote() {
+    if !a.needs_fetch() && !b.needs_fetch() {
         return Ok(run(order)?);
     }
     let batch_bytes = crate::source::remote::batch_bytes();

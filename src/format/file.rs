@@ -1,22 +1,101 @@
-//! One safetensors file: mapped, validated, and sliced into zero-copy tensor
-//! views.
+//! One file of a checkpoint, of any container: mapped, recognised by its
+//! content, validated, and sliced into zero-copy tensor views (or, for a
+//! tensor stored otherwise, read once into scratch space in C order).
 
 use std::fs::File;
+use std::sync::Arc;
 
 use crate::source::map::Mapping;
+use crate::source::scratch::{Slot, SlotPin};
 use crate::source::{RemoteFile, Source};
 use std::path::{Path, PathBuf};
 
 use super::LoadError;
 use super::error::FormatError;
+use super::numpy::{self, NpyTensor, NumpyError};
 use super::parse::{Header, TensorInfo, parse, parse_explained};
+use super::stored::{Encoding, Placement};
 
-/// A validated safetensors file, mapped read-only.
+/// The container a file is, as `info --json`'s `format` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ContainerKind {
+    /// A safetensors file.
+    Safetensors,
+    /// A NumPy `.npy` file or `.npz` archive.
+    Numpy,
+}
+
+impl ContainerKind {
+    /// The identifier of `info --json`'s `format`.
+    pub const fn id(self) -> &'static str {
+        match self {
+            ContainerKind::Safetensors => "safetensors",
+            ContainerKind::Numpy => "numpy",
+        }
+    }
+
+    /// True when the container's tensors lie in one data section that
+    /// their `data_offsets` count from (safetensors); false when they are
+    /// anywhere in the file (NumPy).
+    pub const fn has_data_section(self) -> bool {
+        matches!(self, ContainerKind::Safetensors)
+    }
+
+    /// The name people know the container by, for the explorer.
+    pub const fn label(self) -> &'static str {
+        match self {
+            ContainerKind::Safetensors => "safetensors",
+            ContainerKind::Numpy => "NumPy",
+        }
+    }
+}
+
+/// What a NumPy file adds to the model.
 #[derive(Debug)]
-pub struct SafetensorsFile {
+pub struct NumpyParts {
+    extras: Vec<NpyTensor>,
+    other_members: Vec<String>,
+    is_archive: bool,
+    members: Vec<super::zip::Member>,
+}
+
+impl NumpyParts {
+    /// True for an `.npz` archive.
+    pub fn is_archive(&self) -> bool {
+        self.is_archive
+    }
+
+    /// An archive's members that are not arrays.
+    pub fn other_members(&self) -> &[String] {
+        &self.other_members
+    }
+
+    /// What NumPy says of the tensor at `index` of the header.
+    pub fn tensor(&self, index: usize) -> Option<&NpyTensor> {
+        self.extras.get(index)
+    }
+}
+
+/// A validated checkpoint file, mapped read-only.
+#[derive(Debug)]
+pub struct StoredFile {
     path: PathBuf,
     source: Source,
     header: Header,
+    kind: ContainerKind,
+    /// One a tensor for containers other than safetensors (whose tensors
+    /// are all C order, little-endian slices of the file).
+    placements: Vec<Placement>,
+    numpy: Option<NumpyParts>,
+    /// Scratch space for the tensors not stored as readers want them,
+    /// filled in C order, little-endian, while [`StoredFile::prepare`]'s
+    /// pins are kept.
+    prepared: Vec<Arc<Slot>>,
+    /// True for a tensor whose storage another tensor reads too (tied
+    /// weights, views).
+    shared: Vec<bool>,
+    /// True when every tensor is a C-order, little-endian slice of the file.
+    in_place: bool,
 }
 
 /// The error for a path that is a FIFO, a socket or a device.
@@ -27,7 +106,7 @@ pub(crate) fn not_a_regular_file() -> std::io::Error {
     )
 }
 
-impl SafetensorsFile {
+impl StoredFile {
     /// Maps and validates the file at `path`. Only the header is read.
     pub fn open(path: &Path) -> Result<Self, LoadError> {
         let io = |source: std::io::Error| LoadError::Io {
@@ -62,16 +141,273 @@ impl SafetensorsFile {
         Self::with_source(url.into(), Source::Remote(remote))
     }
 
+    /// Recognises the container by its content (the safetensors header
+    /// check first, then the NumPy magic, then a zip's members; the name's
+    /// extension only says which error a file that is none of them gets).
     fn with_source(path: PathBuf, source: Source) -> Result<Self, LoadError> {
-        let header = parse_explained(source.bytes()).map_err(|r| LoadError::Format {
-            path: path.clone(),
-            error: r.error,
-            repeated: r.repeated,
-        })?;
-        Ok(Self {
+        let rejected = match parse_explained(source.bytes()) {
+            Ok(header) => {
+                return Ok(Self::assemble(
+                    path,
+                    source,
+                    header,
+                    ContainerKind::Safetensors,
+                    Vec::new(),
+                    None,
+                ));
+            }
+            Err(r) => r,
+        };
+        let safetensors_error = |path: PathBuf| LoadError::Format {
+            path,
+            error: rejected.error.clone(),
+            repeated: rejected.repeated.clone(),
+        };
+        // Remote files are read as safetensors only, for now.
+        if source.remote().is_some() {
+            return Err(safetensors_error(path));
+        }
+        let bytes = source.bytes();
+        let extension = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase);
+        let numpy_error = |path: PathBuf, error: NumpyError| LoadError::Numpy { path, error };
+        let opened = if bytes.starts_with(numpy::header::MAGIC) {
+            let name = path
+                .file_name()
+                .map(|n| numpy::name_of_file(&n.to_string_lossy()))
+                .unwrap_or_default();
+            numpy::open_npy(bytes, name)
+        } else if bytes.starts_with(b"PK\x03\x04") || bytes.starts_with(b"PK\x05\x06") {
+            match super::zip::members(bytes) {
+                Ok(members) => {
+                    let pytorch = members
+                        .iter()
+                        .any(|m| m.name == "data.pkl" || m.name.ends_with("/data.pkl"));
+                    // numpy's own test of a member's name (case-sensitive).
+                    #[allow(clippy::case_sensitive_file_extension_comparisons)]
+                    let arrays = members.iter().any(|m| m.name.ends_with(".npy"));
+                    if pytorch || !(arrays || extension.as_deref() == Some("npz")) {
+                        return Err(safetensors_error(path));
+                    }
+                    numpy::open_npz(bytes)
+                }
+                Err(e) if extension.as_deref() == Some("npz") => Err(NumpyError::Zip(e)),
+                Err(_) => return Err(safetensors_error(path)),
+            }
+        } else {
+            match extension.as_deref() {
+                Some("npy") if bytes.is_empty() => Err(NumpyError::Empty),
+                Some("npy") => Err(NumpyError::BadMagic),
+                Some("npz") => numpy::open_npz(bytes),
+                _ => return Err(safetensors_error(path)),
+            }
+        };
+        let opened = opened.map_err(|e| numpy_error(path.clone(), e))?;
+        let header = Header::of_container(opened.header_bytes, opened.tensors);
+        let parts = NumpyParts {
+            extras: opened.extras,
+            other_members: opened.other_members,
+            is_archive: opened.is_archive,
+            members: opened.members,
+        };
+        Ok(Self::assemble(
             path,
             source,
             header,
+            ContainerKind::Numpy,
+            opened.placements,
+            Some(parts),
+        ))
+    }
+
+    fn assemble(
+        path: PathBuf,
+        source: Source,
+        header: Header,
+        kind: ContainerKind,
+        placements: Vec<Placement>,
+        numpy: Option<NumpyParts>,
+    ) -> Self {
+        let prepared = header
+            .tensors()
+            .iter()
+            .take(placements.len())
+            .map(|info| Arc::new(Slot::new(info.nbytes())))
+            .collect();
+        let mut users: std::collections::HashMap<usize, u32> = std::collections::HashMap::new();
+        for p in &placements {
+            *users.entry(p.storage_id()).or_default() += 1;
+        }
+        let shared = placements
+            .iter()
+            .map(|p| users.get(&p.storage_id()).is_some_and(|&n| n > 1))
+            .collect();
+        let in_place = placements
+            .iter()
+            .zip(header.tensors())
+            .all(|(p, info)| p.is_native(info.shape()));
+        Self {
+            path,
+            source,
+            header,
+            kind,
+            placements,
+            numpy,
+            prepared,
+            shared,
+            in_place,
+        }
+    }
+
+    /// The container this file is.
+    pub fn kind(&self) -> ContainerKind {
+        self.kind
+    }
+
+    /// What a NumPy file adds (`None` for other containers).
+    pub fn numpy(&self) -> Option<&NumpyParts> {
+        self.numpy.as_ref()
+    }
+
+    /// Where the tensor at `index` of the header lies, for containers that
+    /// say (`None` for safetensors: C order, little-endian, in place).
+    pub fn placement(&self, index: usize) -> Option<&Placement> {
+        self.placements.get(index)
+    }
+
+    /// True when the tensor at `index` is read in place (a slice of the
+    /// file); false when it is read into scratch space first.
+    pub fn is_in_place(&self, index: usize) -> bool {
+        match (self.placements.get(index), self.header.tensors().get(index)) {
+            (Some(p), Some(info)) => p.is_native(info.shape()),
+            _ => true,
+        }
+    }
+
+    /// True when every tensor of the file is read in place.
+    pub fn all_in_place(&self) -> bool {
+        self.in_place
+    }
+
+    /// True when the bytes of the tensor at `index` can be read now: in
+    /// place, or already prepared.
+    pub fn is_prepared(&self, index: usize) -> bool {
+        self.is_in_place(index) || self.prepared.get(index).is_some_and(|p| p.is_ready())
+    }
+
+    /// The bytes of the tensor at `index` of the header, in C order and
+    /// little-endian: a slice of the map, or of its scratch space once
+    /// [`StoredFile::prepare`]d (empty before).
+    pub fn bytes_at(&self, index: usize) -> &[u8] {
+        let Some(info) = self.header.tensors().get(index) else {
+            return &[];
+        };
+        if self.is_in_place(index) {
+            return self.tensor_bytes(info);
+        }
+        self.prepared.get(index).map_or(&[], |p| p.bytes())
+    }
+
+    /// Reads the tensor at `index` into scratch space in C order,
+    /// little-endian, when it is not read in place: a deflated member is
+    /// decoded as a stream (its length and CRC-32 checked), byte-swapped or
+    /// strided elements are gathered block by block. The bytes stay while
+    /// the pin is kept (`None` for a tensor read in place).
+    pub fn prepare(
+        &self,
+        index: usize,
+        cancel: &crate::jobs::CancelToken,
+    ) -> Result<Option<SlotPin>, LoadError> {
+        if self.is_in_place(index) {
+            return Ok(None);
+        }
+        let (Some(info), Some(p), Some(slot)) = (
+            self.header.tensors().get(index),
+            self.placements.get(index),
+            self.prepared.get(index),
+        ) else {
+            return Ok(None);
+        };
+        let io_error = |e: std::io::Error| LoadError::Io {
+            path: self.path.clone(),
+            source: Arc::new(std::io::Error::new(
+                e.kind(),
+                format!("tensor {:?}: {e}", info.name()),
+            )),
+        };
+        slot.pin(
+            |sink| super::prepare::fill_c_order(self, info, p, cancel, sink),
+            io_error,
+        )
+        .map(Some)
+    }
+
+    /// The tensor's data as an absolute byte range of the file, when it is
+    /// stored as is (for `info`'s `data_offsets` of a container without a
+    /// data section); `None` for a compressed one.
+    pub fn stored_range(&self, index: usize) -> Option<std::ops::Range<u64>> {
+        let info = self.header.tensors().get(index)?;
+        match self.placements.get(index) {
+            None => Some(self.tensor_range(info)),
+            Some(p) if p.storage().encoding == Encoding::Plain => {
+                Some(p.storage().file_range.clone())
+            }
+            Some(_) => None,
+        }
+    }
+
+    /// The id of the tensor's storage when another tensor of the file
+    /// reads it too (tied weights, views); `None` when it is its own.
+    pub fn shared_storage(&self, index: usize) -> Option<usize> {
+        self.shared
+            .get(index)
+            .copied()
+            .filter(|&s| s)
+            .and_then(|_| self.placements.get(index))
+            .map(Placement::storage_id)
+    }
+
+    /// What the container says of the tensor at `index` beyond the model's
+    /// fields, as JSON fields (`descr`, `format_version`, `member`, …);
+    /// empty for safetensors.
+    pub fn container_facts(&self, index: usize) -> Vec<(&'static str, serde_json::Value)> {
+        let Some(t) = self.numpy.as_ref().and_then(|n| n.tensor(index)) else {
+            return Vec::new();
+        };
+        let mut out = vec![
+            ("descr", serde_json::Value::from(t.descr.clone())),
+            (
+                "format_version",
+                serde_json::Value::from(format!("{}.{}", t.version.0, t.version.1)),
+            ),
+            ("fortran_order", serde_json::Value::from(t.fortran_order)),
+        ];
+        if let Some(m) = &t.member {
+            out.push(("member", serde_json::Value::from(m.clone())));
+        }
+        out
+    }
+
+    /// The archive member behind a deflated storage.
+    pub(crate) fn member(&self, encoding: &Encoding) -> Option<&super::zip::Member> {
+        let Encoding::Deflated { member, .. } = encoding else {
+            return None;
+        };
+        self.numpy.as_ref()?.members.get(*member)
+    }
+
+    /// Reads every byte of the file's compressed or checksummed members
+    /// (an `.npz`'s), checking each one's length and CRC-32; nothing to do
+    /// for other files. For `validate`, whose verdict covers the data.
+    pub fn verify_members(&self, cancel: &crate::jobs::CancelToken) -> Result<(), LoadError> {
+        if !self.numpy.as_ref().is_some_and(NumpyParts::is_archive) {
+            return Ok(());
+        }
+        super::zip::verify(self.source.bytes(), cancel).map_err(|e| LoadError::Numpy {
+            path: self.path.clone(),
+            error: NumpyError::Zip(e),
         })
     }
 

@@ -1,5 +1,8 @@
-//! The safetensors format: header types, the validating reader, sharded
-//! checkpoints, and their errors.
+//! The containers behind one model of a checkpoint: stored tensors (name,
+//! dtype, shape, byte order, file and byte range, layout) over one or more
+//! files, each file recognised by its content. Safetensors (header types,
+//! the validating reader, sharded checkpoints) and NumPy (`.npy`, `.npz`)
+//! are read today.
 //!
 //! [`parse()`] reproduces the reference implementation's verdict on every
 //! input (FORMAT.md); [`Checkpoint::open`] opens a file, a shard index or a
@@ -11,17 +14,40 @@ mod checkpoint;
 mod detect;
 mod error;
 mod file;
+mod gather;
+pub mod numpy;
 mod parse;
+mod prepare;
+pub mod stored;
 pub mod write;
+pub mod zip;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-pub use checkpoint::{Checkpoint, CheckpointKind, INDEX_FILE_NAME, Shard, TensorRef, Warning};
+pub use checkpoint::{
+    Checkpoint, CheckpointKind, INDEX_FILE_NAME, Shard, StoredFacts, TensorRef, Warning,
+};
 pub use detect::detect_foreign;
 pub use error::{ForeignFormat, FormatError, FormatWarning, OverflowStage};
-pub use file::SafetensorsFile;
+pub use file::{ContainerKind, NumpyParts, StoredFile};
 pub use parse::{Header, MAX_HEADER_SIZE, N_LEN, Rejected, TensorInfo, parse, parse_explained};
+
+/// The file-name extensions of the containers read (a shard index is a
+/// `.json`), for open dialogs' filters. Detection itself is by content.
+pub const CHECKPOINT_EXTENSIONS: &[&str] = &["safetensors", "json", "npy", "npz"];
+
+/// True for a file name a checkpoint usually has: a container's extension,
+/// or a shard index (`*.safetensors.index.json`); for file pickers, which
+/// list these first. Any file can still be opened: detection is by content.
+pub fn is_checkpoint_name(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    lower.ends_with(".safetensors.index.json")
+        || CHECKPOINT_EXTENSIONS
+            .iter()
+            .filter(|e| **e != "json")
+            .any(|e| lower.rsplit_once('.').is_some_and(|(_, x)| x == *e))
+}
 
 /// Why a checkpoint could not be opened. Displayed as its
 /// [`LoadError::message`], then `: ` and the path.
@@ -82,6 +108,13 @@ pub enum LoadError {
         /// The index file, where the mapping is written.
         path: PathBuf,
     },
+    /// A NumPy `.npy` or `.npz` file that is refused (NUMPY.md).
+    Numpy {
+        /// The file.
+        path: PathBuf,
+        /// Which rule it breaks, with the evidence.
+        error: numpy::NumpyError,
+    },
     /// A remote file could not be read (HTTP, the cache), or changed on
     /// the server.
     Remote {
@@ -113,6 +146,7 @@ impl LoadError {
             LoadError::ShardInvalid { .. } => "ShardInvalid",
             LoadError::IndexMismatch { .. } => "IndexMismatch",
             LoadError::Changed { .. } => "Changed",
+            LoadError::Numpy { error, .. } => error.kind(),
             LoadError::Remote { error, .. } => error.kind(),
         }
     }
@@ -137,6 +171,7 @@ impl LoadError {
             | LoadError::ShardInvalid { path, .. }
             | LoadError::IndexMismatch { path, .. }
             | LoadError::Changed { path, .. }
+            | LoadError::Numpy { path, .. }
             | LoadError::Remote { path, .. } => path,
         }
     }
@@ -153,6 +188,9 @@ impl LoadError {
     pub fn tensor(&self) -> Option<&str> {
         match self {
             LoadError::IndexMismatch { tensor, .. } => Some(tensor),
+            LoadError::Numpy { error, .. } => {
+                error.member().map(|m| m.strip_suffix(".npy").unwrap_or(m))
+            }
             other => other.format_error().and_then(FormatError::tensor),
         }
     }
@@ -227,6 +265,7 @@ impl LoadError {
                     .unwrap_or_default()
             ),
             LoadError::Remote { error, .. } => error.message().to_owned(),
+            LoadError::Numpy { error, .. } => error.to_string(),
             LoadError::Changed { was, now, .. } => {
                 format!(
                     "the file changed while being read: it is now {now} bytes, {was} were expected; reopen it"

@@ -84,8 +84,12 @@ impl TensorInfo {
 /// A parsed and validated header, made only by [`parse`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Header {
-    /// N, as stored in bytes 0..8.
+    /// N, as stored in bytes 0..8 (for another container: the bytes of
+    /// its headers).
     length: u64,
+    /// File offset of the data buffer: 8 + N, or 0 for another container,
+    /// whose entries' offsets are absolute.
+    data_start: u64,
     metadata: Option<BTreeMap<String, String>>,
     tensors: Vec<TensorInfo>,
     warnings: Vec<FormatWarning>,
@@ -112,9 +116,22 @@ impl Header {
         &self.warnings
     }
 
-    /// File offset where the data buffer starts (8 + N).
+    /// File offset where the data buffer starts (8 + N; 0 for another
+    /// container).
     pub fn data_start(&self) -> u64 {
-        N_LEN + self.length
+        self.data_start
+    }
+
+    /// The header of another container: its tensors (offsets absolute in
+    /// the file), and `length` bytes of its own headers; no metadata.
+    pub(crate) fn of_container(length: u64, tensors: Vec<TensorInfo>) -> Self {
+        Self {
+            length,
+            data_start: 0,
+            metadata: None,
+            tensors,
+            warnings: Vec::new(),
+        }
     }
 
     /// End of the data buffer relative to its start (the last tensor's end).
@@ -235,6 +252,7 @@ pub fn parse_explained(file: &[u8]) -> Result<Header, Rejected> {
     }
     Ok(Header {
         length: header_size,
+        data_start: N_LEN + header_size,
         metadata: raw.metadata,
         tensors,
         warnings: raw.warnings,

@@ -112,6 +112,7 @@ impl TensorscopeApp {
             tab.tensor.stats.poll();
             tab.tensor.heatmap.poll();
             tab.tensor.fetch.poll();
+            tab.tensor.prepared.poll();
             if let Some(scan) = &mut tab.tensor.scan {
                 let ended = scan.task.poll();
                 if scan.refresh() || ended {

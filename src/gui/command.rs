@@ -105,6 +105,10 @@ pub enum Command {
     /// Fetch these bytes of a remote file of the active tab into the cache
     /// (the value grid's page): shard, byte range.
     FetchBytes(usize, std::ops::Range<u64>),
+    /// Read a tensor of the active tab that is not stored in C order,
+    /// little-endian, as is (byte-swapped, strided, deflated) into scratch
+    /// space, for the value grid.
+    PrepareTensor(crate::format::TensorRef),
     /// Show the *Open URL* window.
     ShowOpenUrl,
     /// Close it.

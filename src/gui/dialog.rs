@@ -70,7 +70,9 @@ impl FileDialog for NativeDialog {
         let started = Instant::now();
         let picked = rfd::FileDialog::new()
             .set_title("Open checkpoint")
+            .add_filter("checkpoints", crate::format::CHECKPOINT_EXTENSIONS)
             .add_filter("safetensors", &["safetensors", "json"])
+            .add_filter("NumPy", &["npy", "npz"])
             .add_filter("all files", &["*"])
             .pick_files();
         match picked {

@@ -9,7 +9,7 @@ use super::{PlannedFile, ResaveError, ResavePlan, ResaveReport, TensorConversion
 use crate::dtype::Dtype;
 use crate::dtype::convert::{ConversionCounts, Converter, convert_chunks};
 use crate::format::Checkpoint;
-use crate::format::SafetensorsFile;
+use crate::format::StoredFile;
 use crate::format::write::header_for_entries;
 use crate::fsio::{
     FileError, FinishedFile, PendingFile, ShortWriter, commit_all, copy_chunked, write_chunk,
@@ -258,7 +258,7 @@ fn verify(
         path: file.path.clone(),
         message,
     };
-    let back = SafetensorsFile::open(done.temp_path()).map_err(|e| fail(e.to_string()))?;
+    let back = StoredFile::open(done.temp_path()).map_err(|e| fail(e.to_string()))?;
     let h = back.header();
     if h.tensors().len() != file.tensors.len() {
         return Err(fail(format!(

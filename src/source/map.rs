@@ -15,7 +15,7 @@
 //! anonymous zero pages over the rest of that mapping (`mmap` with
 //! `MAP_FIXED`, which is async-signal-safe), marks the mapping as changed,
 //! and returns: the read is retried and sees zeros. Every reader checks
-//! [`Mapping::changed`] (through `SafetensorsFile::check_unchanged`) when it
+//! [`Mapping::changed`] (through `StoredFile::check_unchanged`) when it
 //! is done and before it reports anything, and turns a changed mapping into
 //! an error, so a result computed over a file that changed is never shown
 //! as valid. A fault outside our mappings goes to the handler that was

@@ -14,6 +14,7 @@
 
 pub(crate) mod map;
 pub mod remote;
+pub mod scratch;
 
 use std::ops::Range;
 
@@ -71,12 +72,19 @@ pub enum Source {
 #[must_use = "the bytes stay pinned only while this is kept"]
 pub struct Fetched {
     pins: Vec<remote::Pin>,
+    slots: Vec<scratch::SlotPin>,
 }
 
 impl Fetched {
     /// Adds the pins of another fetch.
     pub fn extend(&mut self, other: Fetched) {
         self.pins.extend(other.pins);
+        self.slots.extend(other.slots);
+    }
+
+    /// Keeps a tensor's scratch space filled while this is kept.
+    pub fn keep(&mut self, slot: scratch::SlotPin) {
+        self.slots.push(slot);
     }
 }
 
@@ -129,6 +137,7 @@ impl Source {
             Source::Local(_) => Ok(Fetched::default()),
             Source::Remote(r) => Ok(Fetched {
                 pins: vec![r.fetch(range, cancel, progress)?],
+                slots: Vec::new(),
             }),
         }
     }

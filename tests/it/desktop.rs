@@ -38,7 +38,10 @@ fn install_desktop_registers_the_mime_type_and_handler() {
         entry.contains(&format!("Exec={} %F", exe.display())),
         "{entry}"
     );
-    assert!(entry.contains("MimeType=application/x-safetensors;"));
+    assert!(
+        entry.contains("MimeType=application/x-safetensors;application/x-npy;application/x-npz;"),
+        "{entry}"
+    );
     assert!(data.join("mime/packages/tensorscope.xml").is_file());
     assert!(
         data.join("icons/hicolor/scalable/apps/tensorscope.svg")
@@ -62,31 +65,42 @@ fn install_desktop_registers_the_mime_type_and_handler() {
     if tool("update-mime-database") {
         // The MIME database now maps *.safetensors to the type.
         let globs = std::fs::read_to_string(data.join("mime/globs2")).expect("globs2");
-        assert!(
-            globs.contains("application/x-safetensors:*.safetensors"),
-            "{globs}"
-        );
+        for glob in [
+            "application/x-safetensors:*.safetensors",
+            "application/x-npy:*.npy",
+            "application/x-npz:*.npz",
+        ] {
+            assert!(globs.contains(glob), "{glob}: {globs}");
+        }
     }
-    let query = if tool("xdg-mime") {
-        let q = Command::new("xdg-mime")
-            .args(["query", "default", "application/x-safetensors"])
-            .env("XDG_DATA_HOME", &data)
-            .env("XDG_CONFIG_HOME", &config)
-            .env("HOME", dir.path())
-            .output()
-            .expect("xdg-mime");
-        String::from_utf8_lossy(&q.stdout).trim().to_owned()
-    } else {
-        eprintln!("xdg-mime not installed: reading mimeapps.list");
-        read_default(&config.join("mimeapps.list"))
-    };
-    assert_eq!(query, "tensorscope.desktop");
+    // Tensorscope opens every container it reads on a double-click.
+    for mime in [
+        "application/x-safetensors",
+        "application/x-npy",
+        "application/x-npz",
+    ] {
+        let query = if tool("xdg-mime") {
+            let q = Command::new("xdg-mime")
+                .args(["query", "default", mime])
+                .env("XDG_DATA_HOME", &data)
+                .env("XDG_CONFIG_HOME", &config)
+                .env("HOME", dir.path())
+                .output()
+                .expect("xdg-mime");
+            String::from_utf8_lossy(&q.stdout).trim().to_owned()
+        } else {
+            eprintln!("xdg-mime not installed: reading mimeapps.list");
+            read_default(&config.join("mimeapps.list"), mime)
+        };
+        assert_eq!(query, "tensorscope.desktop", "{mime}");
+    }
 }
 
-fn read_default(list: &Path) -> String {
+fn read_default(list: &Path, mime: &str) -> String {
     let text = std::fs::read_to_string(list).unwrap_or_default();
+    let prefix = format!("{mime}=");
     text.lines()
-        .find_map(|l| l.strip_prefix("application/x-safetensors="))
+        .find_map(|l| l.strip_prefix(prefix.as_str()))
         .map(|v| v.trim_end_matches(';').to_owned())
         .unwrap_or_default()
 }

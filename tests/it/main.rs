@@ -10,6 +10,7 @@ mod fixtures;
 mod fuzz_regressions;
 mod hostile;
 mod kinds;
+mod numpy;
 mod oracle;
 mod props;
 mod quant;

@@ -184,16 +184,33 @@ pub fn status_bar_ui(ui: &mut egui::Ui, session: &Session) {
             return;
         };
         let (per, all) = &loaded.totals;
-        ui.label(format!(
-            "{} tensors · {} parameters · {}",
-            all.tensors,
-            human_count(all.parameters),
-            human_bytes(all.bytes)
-        ))
-        .on_hover_text(format!(
-            "{} parameters, {} bytes",
-            all.parameters, all.bytes
-        ));
+        // A quantized file stores fewer (packed) values than the model's
+        // parameters: both are shown, each labelled.
+        let logical = loaded.overview.parameters;
+        if logical == all.parameters {
+            ui.label(format!(
+                "{} tensors · {} parameters · {}",
+                all.tensors,
+                human_count(all.parameters),
+                human_bytes(all.bytes)
+            ))
+            .on_hover_text(format!(
+                "{} parameters, {} bytes",
+                all.parameters, all.bytes
+            ));
+        } else {
+            ui.label(format!(
+                "{} tensors · {} parameters ({} stored values) · {}",
+                all.tensors,
+                human_count(logical),
+                human_count(all.parameters),
+                human_bytes(all.bytes)
+            ))
+            .on_hover_text(format!(
+                "{logical} logical parameters of the model; {} values stored (packed codes, scales), {} bytes",
+                all.parameters, all.bytes
+            ));
+        }
         ui.separator();
         for (dtype, t) in per {
             ui.label(format!("{dtype} ×{} {}", t.tensors, human_bytes(t.bytes)))

@@ -49,6 +49,8 @@ pub fn overview_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &mut
                 .heading(),
             )
             .on_hover_text(format!("{} parameters, {} bytes", ov.parameters, all.bytes));
+            ui.weak(ck.container_label());
+            let packed = ov.parameters != all.parameters;
             if let Some(q) = loaded.quant.as_deref() {
                 ui.label(format!(
                     "Quantized: {} · {} weights",
@@ -56,9 +58,18 @@ pub fn overview_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &mut
                     q.quant.tensors().len()
                 ));
             }
+            if packed {
+                ui.weak(format!(
+                    "{} logical parameters; {} values stored (packed codes, scales): the bars below count stored values",
+                    human_count(ov.parameters),
+                    human_count(all.parameters)
+                ));
+            }
             ui.add_space(6.0);
             section(ui, "Per dtype");
-            dtype_bars_ui(ui, per_dtype, all.bytes);
+            // Packed codes count one value a stored element, not a parameter.
+            let unit = if packed { "stored" } else { "params" };
+            dtype_bars_ui(ui, per_dtype, all.bytes, unit);
             section(ui, "Values");
             match tab.tensor.scan.as_ref() {
                 Some(scan) => {
@@ -127,6 +138,8 @@ pub fn overview_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &mut
                             index: i,
                             mode: SelectMode::Replace,
                         });
+                        // Chosen to be looked at: its page opens.
+                        view.page = crate::gui::state::SidePage::Tensor;
                     }
                     ui.weak(facts);
                 });
@@ -172,6 +185,7 @@ fn dtype_bars_ui(
     ui: &mut egui::Ui,
     per_dtype: &[(crate::dtype::Dtype, crate::gui::model::DtypeTotals)],
     total_bytes: u64,
+    unit: &str,
 ) {
     let largest = per_dtype
         .iter()
@@ -199,14 +213,14 @@ fn dtype_bars_ui(
                     t.bytes as f64 * 100.0 / total_bytes as f64
                 };
                 response.on_hover_text(format!(
-                    "{}: {} tensors, {} parameters, {} bytes ({pct:.1}%)",
+                    "{}: {} tensors, {} {unit} values, {} bytes ({pct:.1}%)",
                     dtype.name(),
                     t.tensors,
                     t.parameters,
                     t.bytes
                 ));
                 ui.label(format!(
-                    "{} params · {} · {pct:.1}%",
+                    "{} {unit} · {} · {pct:.1}%",
                     human_count(t.parameters),
                     human_bytes(t.bytes)
                 ));

@@ -12,7 +12,7 @@ use crate::gui::state::{Entry, Listing, Picker, PickerForm};
 use crate::text::human_bytes;
 
 fn is_checkpoint(name: &str) -> bool {
-    name.ends_with(".safetensors") || name.ends_with(".safetensors.index.json")
+    crate::format::is_checkpoint_name(name)
 }
 
 /// Draws the picker window.

@@ -48,6 +48,9 @@ fn file_ui(ui: &mut egui::Ui, tab: &Tab) {
                         egui::Label::new(safe_text(&ck.path().display().to_string(), 1000)).wrap(),
                     );
                     ui.end_row();
+                    ui.weak("Format");
+                    ui.label(ck.container_label());
+                    ui.end_row();
                     ui.weak("Kind");
                     ui.label(match ck.kind() {
                         CheckpointKind::Single => "single file".to_owned(),

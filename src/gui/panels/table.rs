@@ -71,7 +71,11 @@ pub fn table_panel_ui(
         .collect();
     let spacing = ui.spacing().item_spacing.x;
     let others: f32 = widths.iter().map(|w| w + spacing).sum();
-    let name_width = (ui.available_width() - others - 16.0).max(220.0);
+    // The Name column keeps room for the names (up to 480 points) when the
+    // scan's columns appear: those scroll sideways instead.
+    let longest = tab.load.value().map_or(0, |l| l.overview.longest_name);
+    let readable = (longest as f32 * 7.2 + 24.0).clamp(220.0, 480.0);
+    let name_width = (ui.available_width() - others - 16.0).max(readable);
     ui.spacing_mut().scroll = egui::style::ScrollStyle::solid();
     egui::ScrollArea::horizontal()
         .id_salt("table_hscroll")

@@ -86,6 +86,8 @@ pub fn tensor_view_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &
                     ui.visuals().error_fg_color,
                     "The file changed while being read: these values are not its values. Reopen it with File > Reload.",
                 );
+            } else if !ck.is_prepared(tref) {
+                prepare_ui(ui, &tab.tensor, tref, out);
             } else {
                 let page = page_of(view, info.numel());
                 let range = page_bytes(ck, tref, info, page.clone());
@@ -289,6 +291,31 @@ fn page_bytes(
         page.end.checked_mul(bits)?.div_ceil(8),
     );
     Some((tref.shard(), base.checked_add(b)?..base.checked_add(e)?))
+}
+
+/// A tensor not stored in C order, little-endian, as is (byte-swapped,
+/// strided, deflated) is read into scratch space before its grid shows:
+/// asks for that once, and shows it running (or why it failed).
+fn prepare_ui(
+    ui: &mut egui::Ui,
+    tensor: &crate::gui::state::TensorState,
+    t: crate::format::TensorRef,
+    out: &mut Vec<Command>,
+) {
+    if tensor.prepared.wants(&t) {
+        out.push(Command::PrepareTensor(t));
+    }
+    match tensor.prepared.outcome(&t) {
+        Some(Err(f)) => {
+            ui.colored_label(ui.visuals().error_fg_color, super::failure_text(f, 400));
+        }
+        _ => {
+            ui.horizontal(|ui| {
+                ui.spinner();
+                ui.label("Reading this tensor in C order (it is stored byte-swapped, strided or compressed)…");
+            });
+        }
+    }
 }
 
 /// Where a remote page is not in the cache yet: asks for it once, and

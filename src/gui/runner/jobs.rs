@@ -68,6 +68,24 @@ impl Runner<'_> {
         }
     }
 
+    pub(super) fn prepare_tensor(&mut self, t: crate::format::TensorRef) {
+        let Some(ck) = self.active_checkpoint() else {
+            return;
+        };
+        if !self
+            .active()
+            .is_some_and(|tab| tab.tensor.prepared.wants(&t))
+        {
+            return;
+        }
+        let job = self.spawn("prepare-tensor", move |cancel, progress| {
+            ck.fetch(&[t], cancel, progress).map_err(|e| e.message())
+        });
+        if let Some(tab) = self.active() {
+            tab.tensor.prepared.start(t, job);
+        }
+    }
+
     pub(super) fn start_scan(&mut self) {
         let Some(ck) = self.active_checkpoint() else {
             return;

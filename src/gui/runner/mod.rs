@@ -251,6 +251,7 @@ impl<'a> Runner<'a> {
             Command::StartStats(key) => self.start_stats(key),
             Command::StartScan => self.start_scan(),
             Command::FetchBytes(shard, range) => self.fetch_bytes(shard, range),
+            Command::PrepareTensor(t) => self.prepare_tensor(t),
             Command::ShowOpenUrl => self.session.open_url = true,
             Command::CloseOpenUrl => self.session.open_url = false,
             Command::StartHeatmap(key) => self.start_heatmap(key),

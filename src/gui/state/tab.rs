@@ -47,6 +47,9 @@ pub struct Overview {
     pub arch: Option<Result<crate::arch::Architecture, String>>,
     /// The tensors checked against the architecture.
     pub checks: Vec<crate::arch::Check>,
+    /// The characters of the longest tensor name (at most 120): the table
+    /// keeps its Name column wide enough to read them.
+    pub longest_name: usize,
 }
 
 /// How many of the largest tensors the overview lists.
@@ -92,11 +95,17 @@ impl Overview {
             Some(Ok(a)) => crate::arch::check(a, ck, parameters),
             _ => Vec::new(),
         };
+        let longest_name = ck
+            .entries()
+            .map(|(_, i)| i.name().chars().take(120).count())
+            .max()
+            .unwrap_or(0);
         Self {
             parameters,
             largest,
             arch,
             checks,
+            longest_name,
         }
     }
 }

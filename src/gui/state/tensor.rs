@@ -139,6 +139,9 @@ pub struct TensorState {
     /// Bytes of a remote file brought into the cache for the value grid:
     /// (shard, start, end).
     pub fetch: Task<(usize, u64, u64), (), String>,
+    /// Tensors read into scratch space in C order for the value grid; the
+    /// outcome keeps their bytes (dropping it gives the space back).
+    pub prepared: Task<crate::format::TensorRef, crate::source::Fetched, String>,
 }
 
 impl Default for TensorState {
@@ -148,6 +151,7 @@ impl Default for TensorState {
             scan: None,
             heatmap: Task::keeping(HEATMAPS_KEPT),
             fetch: Task::keeping(8),
+            prepared: Task::keeping(4),
         }
     }
 }
@@ -158,6 +162,7 @@ impl TensorState {
         self.stats.is_running()
             || self.heatmap.is_running()
             || self.fetch.is_running()
+            || self.prepared.is_running()
             || self.scan.as_ref().is_some_and(|s| s.task.is_running())
     }
 }

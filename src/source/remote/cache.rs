@@ -320,8 +320,10 @@ fn lock(_f: &File, _exclusive: bool) -> bool {
     true
 }
 
+/// Gives a range of a file's disk space back (the file keeps its size and
+/// reads zeros there); false where the system cannot.
 #[cfg(target_os = "linux")]
-fn punch_hole(f: &File, range: std::ops::Range<u64>) -> bool {
+pub(crate) fn punch_hole(f: &File, range: std::ops::Range<u64>) -> bool {
     use std::os::fd::AsRawFd as _;
     let (Ok(off), Ok(len)) = (
         libc::off_t::try_from(range.start),
@@ -343,8 +345,9 @@ fn punch_hole(f: &File, range: std::ops::Range<u64>) -> bool {
     r == 0
 }
 
+/// Gives a range of a file's disk space back; false where the system cannot.
 #[cfg(not(target_os = "linux"))]
-fn punch_hole(_f: &File, _range: std::ops::Range<u64>) -> bool {
+pub(crate) fn punch_hole(_f: &File, _range: std::ops::Range<u64>) -> bool {
     false
 }
 

@@ -1,189 +1,16 @@
-//! A checkpoint: one safetensors file, or a sharded model described by a
-//! `model.safetensors.index.json`, seen as one list of tensors.
+//! Opening a checkpoint: a file, a shard index or a folder, local or
+//! remote; an index's shards a few at once, checked against its weight map.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
-use super::LoadError;
-use super::file::SafetensorsFile;
-use super::parse::TensorInfo;
-
-/// The usual name of a shard index.
-pub const INDEX_FILE_NAME: &str = "model.safetensors.index.json";
-
-/// Index files larger than this are refused rather than read into memory.
-const MAX_INDEX_BYTES: u64 = 512 * 1024 * 1024;
-
-/// What was opened: one file, or a shard index and its shards.
-#[derive(Debug)]
-pub enum CheckpointKind {
-    /// One safetensors file: [`Checkpoint::shards`] holds it alone.
-    Single,
-    /// A shard index (`model.safetensors.index.json`) and the shards it names.
-    Sharded {
-        /// The index's `metadata` object (`null` when absent).
-        metadata: serde_json::Value,
-        /// `metadata.total_size`, when present and an integer.
-        total_size: Option<u64>,
-        /// Length of the index file in bytes, as read.
-        index_bytes: u64,
-    },
-}
-
-/// One file of a checkpoint.
-#[derive(Debug)]
-pub struct Shard {
-    name: String,
-    file: SafetensorsFile,
-}
-
-impl Shard {
-    /// The shard's name as the index writes it (the file name for a single
-    /// file).
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// The opened file: mapped, its header validated.
-    pub fn file(&self) -> &SafetensorsFile {
-        &self.file
-    }
-}
-
-/// Where a tensor of a checkpoint lives. Made only by [`Checkpoint`], so
-/// a reference from a checkpoint always finds its tensor there (use it with
-/// the checkpoint it came from).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct TensorRef {
-    shard: usize,
-    index: usize,
-}
-
-impl TensorRef {
-    /// A reference for the crate's own tests, which build plans by hand.
-    #[cfg(test)]
-    pub(crate) const fn for_tests(shard: usize, index: usize) -> Self {
-        Self { shard, index }
-    }
-
-    /// Index into [`Checkpoint::shards`] (0 for a single file).
-    pub fn shard(self) -> usize {
-        self.shard
-    }
-
-    /// Index into that shard's header tensors.
-    pub fn index(self) -> usize {
-        self.index
-    }
-}
-
-/// Something worth telling the user that does not make the checkpoint invalid.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Warning {
-    /// A stable identifier for JSON output (`DuplicateTensor`, …).
-    pub kind: &'static str,
-    /// What was found, for people.
-    pub message: String,
-    /// The tensor concerned, if any.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tensor: Option<String>,
-    /// The shard concerned, if any.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub shard: Option<String>,
-}
-
-/// An opened, validated checkpoint: one file or every shard of an index,
-/// mapped read-only, with its tensors in offset order. Made only by
-/// [`Checkpoint::open`]; every [`TensorRef`] in [`Checkpoint::tensors`]
-/// finds its entry.
-#[derive(Debug)]
-pub struct Checkpoint {
-    path: PathBuf,
-    kind: CheckpointKind,
-    shards: Vec<Shard>,
-    tensors: Vec<TensorRef>,
-    warnings: Vec<Warning>,
-    /// Position in `tensors` by name (the first, when a sharded model holds
-    /// a name twice), so lookups by name cost O(1).
-    by_name: HashMap<String, usize>,
-}
+use super::{
+    Checkpoint, CheckpointKind, INDEX_FILE_NAME, MAX_INDEX_BYTES, Shard, TensorRef, Warning,
+};
+use crate::format::LoadError;
+use crate::format::file::StoredFile;
 
 impl Checkpoint {
-    /// Assembles a checkpoint from validated shards and indexes its names.
-    fn new(
-        path: PathBuf,
-        kind: CheckpointKind,
-        shards: Vec<Shard>,
-        tensors: Vec<TensorRef>,
-        warnings: Vec<Warning>,
-    ) -> Self {
-        let mut by_name = HashMap::with_capacity(tensors.len());
-        for (position, t) in tensors.iter().enumerate() {
-            if let Some(info) = shards
-                .get(t.shard)
-                .and_then(|s| s.file.header().tensors().get(t.index))
-            {
-                by_name.entry(info.name().to_owned()).or_insert(position);
-            }
-        }
-        Self {
-            path,
-            kind,
-            shards,
-            tensors,
-            warnings,
-            by_name,
-        }
-    }
-
-    /// The path that was opened: a file or an index (a folder resolves to
-    /// the file inside it).
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// A single file or a sharded model.
-    pub fn kind(&self) -> &CheckpointKind {
-        &self.kind
-    }
-
-    /// The files; exactly one for a single file, in name order for shards.
-    pub fn shards(&self) -> &[Shard] {
-        &self.shards
-    }
-
-    /// Every tensor: offset order within a shard, shard by shard.
-    pub fn tensors(&self) -> &[TensorRef] {
-        &self.tensors
-    }
-
-    /// Quirks and inconsistencies found while opening.
-    pub fn warnings(&self) -> &[Warning] {
-        &self.warnings
-    }
-
-    /// Every tensor with its header entry, in [`Checkpoint::tensors`] order.
-    pub fn entries(&self) -> impl ExactSizeIterator<Item = (TensorRef, &TensorInfo)> + '_ {
-        self.tensors.iter().map(|&t| (t, self.entry_of(t)))
-    }
-
-    /// The tensor at `position` in [`Checkpoint::tensors`], with its entry.
-    pub fn entry(&self, position: usize) -> Option<(TensorRef, &TensorInfo)> {
-        let t = *self.tensors.get(position)?;
-        Some((t, self.entry_of(t)))
-    }
-
-    /// The entry of one of this checkpoint's own references.
-    fn entry_of(&self, t: TensorRef) -> &TensorInfo {
-        // Every reference in `tensors` was made from its shard's header.
-        &self.shards[t.shard].file.header().tensors()[t.index]
-    }
-
-    /// The position in [`Checkpoint::tensors`] of the tensor called `name`.
-    pub fn position(&self, name: &str) -> Option<usize> {
-        self.by_name.get(name).copied()
-    }
-
     /// Opens a safetensors file, a shard index (`*.json`), or a folder that
     /// holds one of them.
     ///
@@ -204,7 +31,7 @@ impl Checkpoint {
             let text = read_index(&path)?;
             let folder = path.parent().unwrap_or_else(|| Path::new("."));
             Self::open_index(&path, &text, &|name| {
-                SafetensorsFile::open(&folder.join(name)).map_err(|e| match e {
+                StoredFile::open(&folder.join(name)).map_err(|e| match e {
                     LoadError::Io { path, source } => LoadError::ShardMissing {
                         shard: name.to_owned(),
                         path,
@@ -214,13 +41,13 @@ impl Checkpoint {
                 })
             })
         } else {
-            let file = SafetensorsFile::open(&path)?;
+            let file = StoredFile::open(&path)?;
             Ok(Self::single(path, file))
         }
     }
 
     /// A checkpoint of one file.
-    fn single(path: PathBuf, file: SafetensorsFile) -> Self {
+    fn single(path: PathBuf, file: StoredFile) -> Self {
         let name = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -274,7 +101,7 @@ impl Checkpoint {
                 .and_then(|u| u.rsplit('/').next())
                 .unwrap_or("")
                 .to_owned();
-            let file = SafetensorsFile::open_url(&url).map_err(|e| not_found(e, &name))?;
+            let file = StoredFile::open_url(&url).map_err(|e| not_found(e, &name))?;
             return Ok(Self::single(path, file));
         }
         let text = match located.index {
@@ -299,7 +126,7 @@ impl Checkpoint {
                     path: path.clone(),
                     message: format!("shard name {name:?} gives no URL"),
                 })?;
-            SafetensorsFile::open_url(&shard_url).map_err(|e| match not_found(e, name) {
+            StoredFile::open_url(&shard_url).map_err(|e| match not_found(e, name) {
                 LoadError::Remote { path, error } => LoadError::Remote {
                     path,
                     error: remote::RemoteError::new(
@@ -312,197 +139,13 @@ impl Checkpoint {
         })
     }
 
-    /// True for a sharded model.
-    pub fn is_sharded(&self) -> bool {
-        matches!(self.kind, CheckpointKind::Sharded { .. })
-    }
-
-    /// The header entry of a tensor; `None` for a reference this
-    /// checkpoint did not make (one of another checkpoint).
-    pub fn info(&self, t: TensorRef) -> Option<&TensorInfo> {
-        self.shards
-            .get(t.shard)?
-            .file
-            .header()
-            .tensors()
-            .get(t.index)
-    }
-
-    /// The bytes of a tensor: a slice of its shard's mapping.
-    pub fn bytes(&self, t: TensorRef) -> &[u8] {
-        match (self.shards.get(t.shard), self.info(t)) {
-            (Some(shard), Some(info)) => shard.file.tensor_bytes(info),
-            _ => &[],
-        }
-    }
-
-    /// True when any file of the checkpoint is remote.
-    pub fn is_remote(&self) -> bool {
-        self.shards.iter().any(|s| s.file.remote().is_some())
-    }
-
-    /// Brings the bytes of `tensors` into reach: nothing to do for local
-    /// files; for remote ones, what the cache lacks is fetched (touching
-    /// tensors in one run of chunks) and kept until the result is dropped.
-    /// Every reader calls this before it reads; received bytes are added to
-    /// `progress`'s fetched count.
-    pub fn fetch(
-        &self,
-        tensors: &[TensorRef],
-        cancel: &crate::jobs::CancelToken,
-        progress: &crate::jobs::Progress,
-    ) -> Result<crate::source::Fetched, LoadError> {
-        let mut out = crate::source::Fetched::default();
-        if !self.is_remote() {
-            return Ok(out);
-        }
-        let mut ranges: Vec<(usize, std::ops::Range<u64>)> = tensors
-            .iter()
-            .filter_map(|&t| {
-                let shard = self.shards.get(t.shard)?;
-                shard.file.remote()?;
-                let r = shard.file.tensor_range(self.info(t)?);
-                (!r.is_empty()).then_some((t.shard, r))
-            })
-            .collect();
-        ranges.sort_by_key(|(s, r)| (*s, r.start));
-        // Merged only where they touch (within a block, which the cache
-        // fetches whole anyway): a gap between two tensors is never fetched.
-        let mut merged: Vec<(usize, std::ops::Range<u64>)> = Vec::new();
-        for (s, r) in ranges {
-            match merged.last_mut() {
-                Some((ls, lr))
-                    if *ls == s
-                        && r.start
-                            <= lr.end.saturating_add(crate::source::remote::cache::BLOCK) =>
-                {
-                    lr.end = lr.end.max(r.end);
-                }
-                _ => merged.push((s, r)),
-            }
-        }
-        for (s, r) in merged {
-            let shard = &self.shards[s];
-            let pin = shard
-                .file
-                .source()
-                .fetch(r, cancel, progress)
-                .map_err(|error| LoadError::Remote {
-                    path: shard.file.path().to_path_buf(),
-                    error,
-                })?;
-            out.extend(pin);
-        }
-        Ok(out)
-    }
-
-    /// The bytes of a small tensor that is read while a checkpoint is
-    /// looked at (a quantization's `g_idx`, a quant state): for a remote
-    /// file not yet cached, read in one request of exactly its range,
-    /// outside the cache (a chunk each would cost megabytes per layer).
-    /// Empty when that read fails: the caller's verdict names the tensor.
-    pub fn small_bytes(&self, t: TensorRef) -> std::borrow::Cow<'_, [u8]> {
-        let (Some(shard), Some(info)) = (self.shards.get(t.shard), self.info(t)) else {
-            return std::borrow::Cow::Borrowed(&[]);
-        };
-        let range = shard.file.tensor_range(info);
-        match shard.file.remote() {
-            Some(remote) if !remote.is_present(range.clone()) => {
-                std::borrow::Cow::Owned(remote.read_exact(range).unwrap_or_default())
-            }
-            _ => std::borrow::Cow::Borrowed(self.bytes(t)),
-        }
-    }
-
-    /// Bytes the cache lacks for `tensors` (0 for local files): what
-    /// [`Checkpoint::fetch`] would download, for asking first.
-    pub fn missing_bytes(&self, tensors: &[TensorRef]) -> u64 {
-        let mut by_shard: Vec<Vec<std::ops::Range<u64>>> = vec![Vec::new(); self.shards.len()];
-        for &t in tensors {
-            if let (Some(ranges), Some(shard), Some(info)) = (
-                by_shard.get_mut(t.shard),
-                self.shards.get(t.shard),
-                self.info(t),
-            ) && shard.file.remote().is_some()
-            {
-                ranges.push(shard.file.tensor_range(info));
-            }
-        }
-        self.shards
-            .iter()
-            .zip(&by_shard)
-            .filter_map(|(s, ranges)| Some(s.file.remote()?.missing(ranges)))
-            .sum()
-    }
-
-    /// Checks that the files holding `tensors` are as they were when
-    /// mapped (see `SafetensorsFile::check_unchanged`): before a reader
-    /// starts, and again before it reports what it read. For a remote
-    /// file, also that the tensors' bytes were fetched: a reader that did
-    /// not fetch them read zeros, which must never be reported.
-    pub fn check_unchanged(&self, tensors: &[TensorRef]) -> Result<(), LoadError> {
-        for &t in tensors {
-            if let (Some(shard), Some(info)) = (self.shards.get(t.shard), self.info(t))
-                && !shard
-                    .file
-                    .source()
-                    .is_present(shard.file.tensor_range(info))
-            {
-                return Err(LoadError::Remote {
-                    path: shard.file.path().to_path_buf(),
-                    error: crate::source::RemoteError::new(
-                        "NotFetched",
-                        format!(
-                            "the bytes of tensor {:?} were read before they were fetched (or were evicted from the cache while read); nothing is reported",
-                            info.name()
-                        ),
-                    ),
-                });
-            }
-        }
-        self.check_files(tensors)
-    }
-
-    /// The first half of [`Checkpoint::check_unchanged`]: the files holding
-    /// `tensors` are as they were when opened. For a reader's start, before
-    /// it fetches.
-    pub fn check_files(&self, tensors: &[TensorRef]) -> Result<(), LoadError> {
-        let mut shards: Vec<usize> = tensors.iter().map(|t| t.shard).collect();
-        shards.sort_unstable();
-        shards.dedup();
-        for s in shards {
-            if let Some(shard) = self.shards.get(s) {
-                shard.file.check_unchanged()?;
-            }
-        }
-        Ok(())
-    }
-
-    /// [`Checkpoint::check_unchanged`] for every file of the checkpoint.
-    pub fn check_all_unchanged(&self) -> Result<(), LoadError> {
-        self.shards
-            .iter()
-            .try_for_each(|s| s.file.check_unchanged())
-    }
-
-    /// Finds a tensor by name, in O(1).
-    pub fn find(&self, name: &str) -> Option<TensorRef> {
-        self.position(name)
-            .and_then(|p| self.tensors.get(p).copied())
-    }
-
-    /// Total bytes of tensor data over every shard.
-    pub fn data_bytes(&self) -> u64 {
-        self.entries().map(|(_, i)| i.nbytes()).sum()
-    }
-
     /// A sharded checkpoint from its index's bytes; `open_shard` opens a
     /// shard by the name the index gives it. Shards are opened a few at
     /// once (remote ones wait on the network), in name order.
     fn open_index(
         path: &Path,
         text: &[u8],
-        open_shard: &(dyn Fn(&str) -> Result<SafetensorsFile, LoadError> + Sync),
+        open_shard: &(dyn Fn(&str) -> Result<StoredFile, LoadError> + Sync),
     ) -> Result<Self, LoadError> {
         let invalid = |message: String| LoadError::InvalidIndex {
             path: path.to_path_buf(),
@@ -650,10 +293,10 @@ impl Checkpoint {
 /// order of `names`.
 fn open_all(
     names: &[&str],
-    open_shard: &(dyn Fn(&str) -> Result<SafetensorsFile, LoadError> + Sync),
-) -> Vec<Result<SafetensorsFile, LoadError>> {
+    open_shard: &(dyn Fn(&str) -> Result<StoredFile, LoadError> + Sync),
+) -> Vec<Result<StoredFile, LoadError>> {
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let slots: Vec<std::sync::Mutex<Option<Result<SafetensorsFile, LoadError>>>> =
+    let slots: Vec<std::sync::Mutex<Option<Result<StoredFile, LoadError>>>> =
         names.iter().map(|_| std::sync::Mutex::new(None)).collect();
     std::thread::scope(|s| {
         for _ in 0..SHARDS_AT_ONCE.min(names.len()) {
@@ -722,7 +365,7 @@ fn check_shard_name(name: &str) -> Result<(), &'static str> {
     Ok(())
 }
 
-fn format_warnings(file: &SafetensorsFile, shard: Option<&str>) -> Vec<Warning> {
+fn format_warnings(file: &StoredFile, shard: Option<&str>) -> Vec<Warning> {
     file.header()
         .warnings()
         .iter()
@@ -738,7 +381,8 @@ fn format_warnings(file: &SafetensorsFile, shard: Option<&str>) -> Vec<Warning> 
         .collect()
 }
 
-/// A folder opens as the index inside it, else its only safetensors file.
+/// A folder opens as the index inside it, else its only safetensors file,
+/// else its only `.npy` or `.npz` file.
 fn resolve_folder(path: &Path) -> Result<PathBuf, LoadError> {
     if !path.is_dir() {
         return Ok(path.to_path_buf());
@@ -753,6 +397,8 @@ fn resolve_folder(path: &Path) -> Result<PathBuf, LoadError> {
     }
     let mut indexes = Vec::new();
     let mut files = Vec::new();
+    // Files of other containers, opened when no safetensors file is there.
+    let mut others = Vec::new();
     for entry in std::fs::read_dir(path).map_err(io)? {
         let entry = entry.map_err(io)?;
         let name = entry.file_name().to_string_lossy().into_owned();
@@ -760,10 +406,30 @@ fn resolve_folder(path: &Path) -> Result<PathBuf, LoadError> {
             indexes.push(entry.path());
         } else if name.ends_with(".safetensors") {
             files.push(entry.path());
+        } else if crate::format::is_checkpoint_name(&name)
+            && !name.to_ascii_lowercase().ends_with(".json")
+        {
+            others.push(entry.path());
         }
     }
     indexes.sort();
     files.sort();
+    others.sort();
+    if indexes.is_empty() && files.is_empty() {
+        match others.as_slice() {
+            [one] => return Ok(one.clone()),
+            [] => {}
+            many => {
+                return Err(io(std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!(
+                        "the folder holds {} .npy/.npz files and no .safetensors file; open one of them",
+                        many.len()
+                    ),
+                )));
+            }
+        }
+    }
     match (indexes.as_slice(), files.as_slice()) {
         ([one], _) | ([], [one]) => Ok(one.clone()),
         ([], []) => Err(io(std::io::Error::new(
@@ -801,7 +467,7 @@ fn read_index(path: &Path) -> Result<Vec<u8>, LoadError> {
     };
     let meta = std::fs::metadata(path).map_err(io)?;
     if !meta.is_file() {
-        return Err(io(super::file::not_a_regular_file()));
+        return Err(io(crate::format::file::not_a_regular_file()));
     }
     let size = meta.len();
     if size > MAX_INDEX_BYTES {

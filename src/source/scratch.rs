@@ -1,0 +1,460 @@
+//! Scratch space for the bytes of tensors that are not stored as readers
+//! want them (byte-swapped, strided, deflated): written block by block,
+//! then read in place like a mapped file. A tensor's [`Slot`] is filled
+//! when a reader pins it and, when it lives in a file, given back when the
+//! last pin drops (the hole reads as zeros again, and the slot says it is
+//! not ready, so no reader reports what it read then), as the remote cache
+//! gives back its chunks. Small tensors stay in memory (within a cap);
+//! larger ones go to an unlinked file in the cache folder, which the
+//! system removes when the last handle closes, also after a crash. The
+//! disk in use at once is capped (`$TENSORSCOPE_SCRATCH_MAX`, such as
+//! `64G`; default 64 GiB), so a hostile file cannot fill the disk.
+
+use std::fs::File;
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::map::Mapping;
+
+/// Tensors up to this size are kept in memory.
+const IN_MEMORY_BYTES: u64 = 1 << 20;
+
+/// Bytes of slots kept in memory at once, in this process; beyond, small
+/// tensors go to files too.
+const MEMORY_CAP: u64 = 256 << 20;
+
+/// Bytes of slots kept in memory now.
+static IN_MEMORY: AtomicU64 = AtomicU64::new(0);
+
+/// Default cap of the scratch files in use at once.
+const DEFAULT_MAX: u64 = 64 << 30;
+
+/// Bytes of scratch files in use now, in this process.
+static IN_USE: AtomicU64 = AtomicU64::new(0);
+
+/// The bytes of one tensor, in the order readers want.
+#[derive(Debug)]
+pub struct Scratch {
+    kind: Kind,
+}
+
+#[derive(Debug)]
+enum Kind {
+    Memory(Vec<u8>),
+    File { map: Mapping, _reserved: Reserved },
+}
+
+/// A share of the cap, given back when dropped.
+#[derive(Debug)]
+struct Reserved(u64);
+
+impl Drop for Reserved {
+    fn drop(&mut self) {
+        IN_USE.fetch_sub(self.0, Ordering::Relaxed);
+    }
+}
+
+impl Scratch {
+    /// The bytes written.
+    pub fn bytes(&self) -> &[u8] {
+        match &self.kind {
+            Kind::Memory(v) => v,
+            Kind::File { map, .. } => map.bytes(),
+        }
+    }
+}
+
+/// Where scratch bytes are written; [`Writer::finish`] checks the length.
+#[derive(Debug)]
+pub struct Writer {
+    target: Target,
+    expected: u64,
+    written: u64,
+}
+
+#[derive(Debug)]
+enum Target {
+    Memory(Vec<u8>),
+    File {
+        out: io::BufWriter<File>,
+        reserved: Reserved,
+    },
+}
+
+/// The cap from the environment.
+fn cap() -> u64 {
+    std::env::var("TENSORSCOPE_SCRATCH_MAX")
+        .ok()
+        .and_then(|v| super::remote::parse_size(&v))
+        .unwrap_or(DEFAULT_MAX)
+}
+
+/// The scratch folder: `scratch/` in the cache folder of remote files.
+fn folder() -> io::Result<PathBuf> {
+    let dir = super::remote::Settings::from_env()
+        .cache_dir
+        .ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::NotFound,
+                "no folder for scratch files: set TENSORSCOPE_CACHE_DIR (or XDG_CACHE_HOME or HOME)",
+            )
+        })?
+        .join("scratch");
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
+
+/// A writer for `len` bytes: in memory when small, else a new unlinked
+/// file, within the cap.
+pub fn writer(len: u64) -> io::Result<Writer> {
+    writer_in(len, None)
+}
+
+/// [`writer`], with its files in `dir` (else the cache folder's).
+fn writer_in(len: u64, dir: Option<&std::path::Path>) -> io::Result<Writer> {
+    if len <= IN_MEMORY_BYTES {
+        return Ok(Writer {
+            target: Target::Memory(Vec::with_capacity(len as usize)),
+            expected: len,
+            written: 0,
+        });
+    }
+    let reserved = reserve(len)?;
+    let file = unlinked_file(dir)?;
+    Ok(Writer {
+        target: Target::File {
+            out: io::BufWriter::with_capacity(1 << 20, file),
+            reserved,
+        },
+        expected: len,
+        written: 0,
+    })
+}
+
+/// A share of the disk cap for `len` bytes, or why there is none.
+fn reserve(len: u64) -> io::Result<Reserved> {
+    let max = cap();
+    let before = IN_USE.fetch_add(len, Ordering::Relaxed);
+    let reserved = Reserved(len);
+    if before.saturating_add(len) > max {
+        return Err(io::Error::new(
+            io::ErrorKind::StorageFull,
+            format!(
+                "reading it needs {len} bytes of scratch space and {before} are in use; the cap is {max} (TENSORSCOPE_SCRATCH_MAX)"
+            ),
+        ));
+    }
+    Ok(reserved)
+}
+
+/// A new file in `dir`'s `scratch/` (else the cache folder's), unlinked at
+/// once: its bytes live as long as the handle and its map, and nothing is
+/// left behind.
+fn unlinked_file(dir: Option<&std::path::Path>) -> io::Result<File> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let dir = match dir {
+        Some(d) => {
+            let d = d.join("scratch");
+            std::fs::create_dir_all(&d)?;
+            d
+        }
+        None => folder()?,
+    };
+    loop {
+        let name = format!(
+            "{}-{}.tmp",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let path = dir.join(name);
+        match std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(f) => {
+                let _ = std::fs::remove_file(&path);
+                return Ok(f);
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+impl Writer {
+    /// Appends `bytes`; more than the expected length is an error.
+    pub fn write(&mut self, bytes: &[u8]) -> io::Result<()> {
+        let after = self.written.saturating_add(bytes.len() as u64);
+        if after > self.expected {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("more than the {} bytes expected", self.expected),
+            ));
+        }
+        match &mut self.target {
+            Target::Memory(v) => v.extend_from_slice(bytes),
+            Target::File { out, .. } => out.write_all(bytes)?,
+        }
+        self.written = after;
+        Ok(())
+    }
+
+    /// Bytes written so far.
+    pub fn written(&self) -> u64 {
+        self.written
+    }
+
+    /// The bytes, once exactly the expected length was written.
+    pub fn finish(self) -> io::Result<Scratch> {
+        if self.written != self.expected {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!("{} bytes of the {} expected", self.written, self.expected),
+            ));
+        }
+        let kind = match self.target {
+            Target::Memory(v) => Kind::Memory(v),
+            Target::File { out, reserved } => {
+                let file = out.into_inner().map_err(io::IntoInnerError::into_error)?;
+                Kind::File {
+                    map: Mapping::map(&file)?,
+                    _reserved: reserved,
+                }
+            }
+        };
+        Ok(Scratch { kind })
+    }
+}
+
+/// The scratch space of one tensor, `len` bytes: empty until a reader
+/// [`pin`](Slot::pin)s it, which fills it; a slot in a file is given back
+/// when its last pin drops.
+#[derive(Debug)]
+pub struct Slot {
+    len: u64,
+    backing: std::sync::OnceLock<Backing>,
+    state: std::sync::Mutex<SlotState>,
+}
+
+#[derive(Debug)]
+enum Backing {
+    /// Filled once and kept (small tensors, within [`MEMORY_CAP`]).
+    Memory(Vec<u8>),
+    /// An unlinked file of `len` bytes, mapped once; filled when pinned,
+    /// its disk given back when unpinned.
+    File { file: File, map: Mapping },
+}
+
+#[derive(Debug, Default)]
+struct SlotState {
+    ready: bool,
+    pins: u32,
+    reserved: Option<Reserved>,
+}
+
+/// Keeps a slot's bytes while a reader uses them; dropping the last pin
+/// of a slot in a file gives its disk back.
+#[derive(Debug)]
+pub struct SlotPin(Arc<Slot>);
+
+impl Drop for SlotPin {
+    fn drop(&mut self) {
+        let slot = &self.0;
+        let mut state = slot.lock();
+        state.pins = state.pins.saturating_sub(1);
+        if state.pins == 0
+            && let Some(Backing::File { file, .. }) = slot.backing.get()
+        {
+            state.ready = false;
+            state.reserved = None;
+            if !super::remote::cache::punch_hole(file, 0..slot.len) {
+                // No hole punching here: the bytes stay until the slot goes.
+                state.ready = true;
+            }
+        }
+    }
+}
+
+impl Slot {
+    /// An empty slot for `len` bytes.
+    pub fn new(len: u64) -> Self {
+        Self {
+            len,
+            backing: std::sync::OnceLock::new(),
+            state: std::sync::Mutex::new(SlotState::default()),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, SlotState> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// True while the bytes are filled (pinned, or kept in memory).
+    pub fn is_ready(&self) -> bool {
+        self.lock().ready
+    }
+
+    /// The bytes: what was filled, zeros in a slot given back, empty
+    /// before the first fill. Readers check [`Slot::is_ready`] before
+    /// they report.
+    pub fn bytes(&self) -> &[u8] {
+        match self.backing.get() {
+            Some(Backing::Memory(v)) => v,
+            Some(Backing::File { map, .. }) => map.bytes(),
+            None => &[],
+        }
+    }
+
+    /// Pins the slot, filling it first by `fill` (which must write exactly
+    /// its length) unless it is ready.
+    pub fn pin<E>(
+        self: &Arc<Self>,
+        writer: impl FnOnce(&mut dyn FnMut(&[u8]) -> io::Result<()>) -> Result<(), E>,
+        io_error: impl Fn(io::Error) -> E,
+    ) -> Result<SlotPin, E> {
+        let mut state = self.lock();
+        if !state.ready {
+            self.fill(&mut state, writer, &io_error)?;
+        }
+        state.pins += 1;
+        Ok(SlotPin(Arc::clone(self)))
+    }
+
+    fn fill<E>(
+        &self,
+        state: &mut SlotState,
+        writer: impl FnOnce(&mut dyn FnMut(&[u8]) -> io::Result<()>) -> Result<(), E>,
+        io_error: &impl Fn(io::Error) -> E,
+    ) -> Result<(), E> {
+        let len = self.len;
+        let backing = if let Some(b) = self.backing.get() {
+            b
+        } else {
+            if len <= IN_MEMORY_BYTES {
+                let before = IN_MEMORY.fetch_add(len, Ordering::Relaxed);
+                if before.saturating_add(len) <= MEMORY_CAP {
+                    let filled = fill_memory(len, writer, io_error);
+                    return match filled {
+                        Ok(v) => {
+                            let _ = self.backing.set(Backing::Memory(v));
+                            state.ready = true;
+                            Ok(())
+                        }
+                        Err(e) => {
+                            IN_MEMORY.fetch_sub(len, Ordering::Relaxed);
+                            Err(e)
+                        }
+                    };
+                }
+                IN_MEMORY.fetch_sub(len, Ordering::Relaxed);
+            }
+            let scratch_file = unlinked_file(None).map_err(io_error)?;
+            scratch_file.set_len(len).map_err(io_error)?;
+            let map = Mapping::map(&scratch_file).map_err(io_error)?;
+            let _ = self.backing.set(Backing::File {
+                file: scratch_file,
+                map,
+            });
+            self.backing
+                .get()
+                .ok_or_else(|| io_error(io::Error::other("the scratch file was not kept")))?
+        };
+        let Backing::File { file, .. } = backing else {
+            state.ready = true;
+            return Ok(());
+        };
+        let reserved = reserve(len).map_err(io_error)?;
+        let mut out = io::BufWriter::with_capacity(1 << 20, file.try_clone().map_err(io_error)?);
+        io::Seek::seek(&mut out, io::SeekFrom::Start(0)).map_err(io_error)?;
+        let mut written = 0u64;
+        writer(&mut |b| {
+            written = written.saturating_add(b.len() as u64);
+            if written > len {
+                return Err(too_much(len));
+            }
+            out.write_all(b)
+        })?;
+        out.flush().map_err(io_error)?;
+        if written != len {
+            return Err(short(written, len, io_error));
+        }
+        state.reserved = Some(reserved);
+        state.ready = true;
+        Ok(())
+    }
+}
+
+/// Exactly `len` bytes from `writer`, in memory.
+fn fill_memory<E>(
+    len: u64,
+    writer: impl FnOnce(&mut dyn FnMut(&[u8]) -> io::Result<()>) -> Result<(), E>,
+    io_error: &impl Fn(io::Error) -> E,
+) -> Result<Vec<u8>, E> {
+    let mut v = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+    writer(&mut |b| {
+        if (v.len() + b.len()) as u64 > len {
+            return Err(too_much(len));
+        }
+        v.extend_from_slice(b);
+        Ok(())
+    })?;
+    if v.len() as u64 == len {
+        Ok(v)
+    } else {
+        Err(short(v.len() as u64, len, io_error))
+    }
+}
+
+fn too_much(len: u64) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("more than the {len} bytes expected"),
+    )
+}
+
+fn short<E>(written: u64, len: u64, io_error: &impl Fn(io::Error) -> E) -> E {
+    io_error(io::Error::new(
+        io::ErrorKind::UnexpectedEof,
+        format!("{written} bytes of the {len} expected"),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_in_memory_large_in_a_file_lengths_checked() {
+        let mut w = writer(3).expect("writer");
+        w.write(b"ab").expect("write");
+        assert!(w.write(b"cd").is_err());
+        w.write(b"c").expect("write");
+        assert_eq!(w.finish().expect("finish").bytes(), b"abc");
+        let short = writer(4).expect("writer");
+        assert!(short.finish().is_err());
+
+        let dir = tempfile::tempdir().expect("dir");
+        let len = IN_MEMORY_BYTES + 5;
+        let mut w = writer_in(len, Some(dir.path())).expect("file writer");
+        let block = vec![7u8; 1 << 20];
+        while w.written() + block.len() as u64 <= len {
+            w.write(&block).expect("write");
+        }
+        let rest = (len - w.written()) as usize;
+        w.write(&block[..rest]).expect("write");
+        let s = w.finish().expect("finish");
+        assert_eq!(s.bytes().len() as u64, len);
+        assert!(s.bytes().iter().all(|&b| b == 7));
+        // Unlinked: the folder holds nothing.
+        let left: Vec<_> = std::fs::read_dir(dir.path().join("scratch"))
+            .expect("scratch folder")
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
+}

@@ -9,6 +9,7 @@
 
 mod fixtures;
 mod hostile;
+mod layouts;
 mod refused;
 mod zips;
 

@@ -337,8 +337,13 @@ impl StoredFile {
                 format!("tensor {:?}: {e}", info.name()),
             )),
         };
+        let from = super::prepare::ReadFrom {
+            path: &self.path,
+            bytes: self.source.bytes(),
+            member: self.member(&p.storage().encoding),
+        };
         slot.pin(
-            |sink| super::prepare::fill_c_order(self, info, p, cancel, sink),
+            |sink| super::prepare::fill_c_order(&from, info, p, cancel, sink),
             io_error,
         )
         .map(Some)

@@ -5,25 +5,33 @@
 //! `source::scratch`).
 
 use super::LoadError;
-use super::file::StoredFile;
 use super::gather::{GatherError, gather};
 use super::numpy::NumpyError;
 use super::parse::TensorInfo;
 use super::stored::{ByteOrder, Encoding, Layout, Placement};
+use super::zip::Member;
 use super::zip::ZipError;
 use crate::jobs::CancelToken;
 
+/// The file a tensor is read from: its path (for errors), its bytes, and
+/// the archive member of a deflated storage.
+pub(super) struct ReadFrom<'a> {
+    pub path: &'a std::path::Path,
+    pub bytes: &'a [u8],
+    pub member: Option<&'a Member>,
+}
+
 /// The cancelled outcome of a read, as remote reads give it.
-fn cancelled(file: &StoredFile) -> LoadError {
+fn cancelled(file: &ReadFrom<'_>) -> LoadError {
     LoadError::Remote {
-        path: file.path().to_path_buf(),
+        path: file.path.to_path_buf(),
         error: crate::source::RemoteError::new("Cancelled", "cancelled"),
     }
 }
 
-fn scratch_error(file: &StoredFile, info: &TensorInfo, e: &std::io::Error) -> LoadError {
+fn scratch_error(file: &ReadFrom<'_>, info: &TensorInfo, e: &std::io::Error) -> LoadError {
     LoadError::Io {
-        path: file.path().to_path_buf(),
+        path: file.path.to_path_buf(),
         source: std::sync::Arc::new(std::io::Error::new(
             e.kind(),
             format!("tensor {:?}: {e}", info.name()),
@@ -35,7 +43,7 @@ fn scratch_error(file: &StoredFile, info: &TensorInfo, e: &std::io::Error) -> Lo
 /// block: a deflated member in C order is streamed as it is decoded; one
 /// that must be reordered is decoded into temporary scratch space first.
 pub(super) fn fill_c_order(
-    file: &StoredFile,
+    file: &ReadFrom<'_>,
     info: &TensorInfo,
     p: &Placement,
     cancel: &CancelToken,
@@ -48,15 +56,14 @@ pub(super) fn fill_c_order(
     let bytes: &[u8] = match &storage.encoding {
         Encoding::Plain => {
             let r = &storage.file_range;
-            file.source()
-                .bytes()
+            file.bytes
                 .get(r.start as usize..r.end as usize)
                 .unwrap_or(&[])
         }
         Encoding::Deflated { .. } => {
-            let Some(member) = file.member(&storage.encoding) else {
+            let Some(member) = file.member else {
                 return Err(LoadError::Numpy {
-                    path: file.path().to_path_buf(),
+                    path: file.path.to_path_buf(),
                     error: NumpyError::Header(format!(
                         "tensor {:?} names no member of the archive",
                         info.name()
@@ -66,7 +73,7 @@ pub(super) fn fill_c_order(
             let zip_error = |e: ZipError| match e {
                 ZipError::Cancelled => cancelled(file),
                 e => LoadError::Numpy {
-                    path: file.path().to_path_buf(),
+                    path: file.path.to_path_buf(),
                     error: NumpyError::Zip(e),
                 },
             };
@@ -80,7 +87,7 @@ pub(super) fn fill_c_order(
             if in_order {
                 let mut failed = None;
                 let streamed = super::zip::stream(
-                    file.source().bytes(),
+                    file.bytes,
                     member,
                     storage.skip,
                     storage.len,
@@ -98,14 +105,8 @@ pub(super) fn fill_c_order(
                     (r, None) => r.map_err(zip_error),
                 };
             }
-            decoded = super::zip::decode(
-                file.source().bytes(),
-                member,
-                storage.skip,
-                storage.len,
-                cancel,
-            )
-            .map_err(zip_error)?;
+            decoded = super::zip::decode(file.bytes, member, storage.skip, storage.len, cancel)
+                .map_err(zip_error)?;
             decoded.bytes()
         }
     };

@@ -366,7 +366,8 @@ fn check_shard_name(name: &str) -> Result<(), &'static str> {
 }
 
 fn format_warnings(file: &StoredFile, shard: Option<&str>) -> Vec<Warning> {
-    file.header()
+    let mut out: Vec<Warning> = file
+        .header()
         .warnings()
         .iter()
         .map(|w| Warning {
@@ -378,7 +379,30 @@ fn format_warnings(file: &StoredFile, shard: Option<&str>) -> Vec<Warning> {
             tensor: w.tensor().map(str::to_owned),
             shard: shard.map(str::to_owned),
         })
-        .collect()
+        .collect();
+    // An archive's other members (a README.txt) are not tensors: said once.
+    if let Some(others) = file.numpy().map(super::super::NumpyParts::other_members)
+        && !others.is_empty()
+    {
+        let shown: Vec<String> = others.iter().take(5).map(|m| format!("{m:?}")).collect();
+        let more = others.len().saturating_sub(shown.len());
+        out.push(Warning {
+            kind: "NpzOtherMembers",
+            message: format!(
+                "the archive holds {} member(s) that are not .npy arrays and are not tensors: {}{}",
+                others.len(),
+                shown.join(", "),
+                if more > 0 {
+                    format!(" and {more} more")
+                } else {
+                    String::new()
+                }
+            ),
+            tensor: None,
+            shard: shard.map(str::to_owned),
+        });
+    }
+    out
 }
 
 /// A folder opens as the index inside it, else its only safetensors file,

@@ -42,6 +42,13 @@ fn the_overview_answers_the_model_page_questions() {
     h.get_by_label("Overview").click();
     h.run_steps(2);
     h.get_by_label("Per dtype");
+    // From the Overview page too, a largest tensor opens its own page.
+    h.get_by_role_and_label(Role::Link, "largest: model.embed_tokens.weight")
+        .click();
+    h.run_steps(2);
+    super::settle(&mut h);
+    assert!(h.query_by_label("Per dtype").is_none());
+    h.get_by_label("Statistics");
 }
 
 #[test]

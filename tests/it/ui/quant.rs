@@ -24,6 +24,11 @@ fn a_quantized_weight_is_one_row_and_a_view_of_its_values() {
             .is_none()
     );
     h.get_by_label("3 shown");
+    // The footer and the overview say both counts, each labelled: the
+    // model's logical parameters and the (packed) values stored.
+    h.get_by_label_contains("stored values) ·");
+    h.get_by_label_contains("logical parameters;");
+    assert!(h.query_all_by_label_contains(" stored · ").count() >= 1);
     // The quantized weights alone, then the plain tensors alone.
     h.get_by_value("Quantized and plain").click();
     h.run_steps(2);

@@ -56,7 +56,7 @@ pub struct NumpyParts {
     extras: Vec<NpyTensor>,
     other_members: Vec<String>,
     is_archive: bool,
-    members: Vec<super::zip::Member>,
+    archive: Option<super::zip::Archive>,
 }
 
 impl NumpyParts {
@@ -180,8 +180,9 @@ impl StoredFile {
                 .unwrap_or_default();
             numpy::open_npy(bytes, name)
         } else if bytes.starts_with(b"PK\x03\x04") || bytes.starts_with(b"PK\x05\x06") {
-            match super::zip::members(bytes) {
-                Ok(members) => {
+            match super::zip::open(bytes) {
+                Ok(archive) => {
+                    let members = archive.members();
                     let pytorch = members
                         .iter()
                         .any(|m| m.name == "data.pkl" || m.name.ends_with("/data.pkl"));
@@ -191,7 +192,7 @@ impl StoredFile {
                     if pytorch || !(arrays || extension.as_deref() == Some("npz")) {
                         return Err(safetensors_error(path));
                     }
-                    numpy::open_npz(bytes)
+                    numpy::open_npz(bytes, Some(archive))
                 }
                 Err(e) if extension.as_deref() == Some("npz") => Err(NumpyError::Zip(e)),
                 Err(_) => return Err(safetensors_error(path)),
@@ -200,7 +201,7 @@ impl StoredFile {
             match extension.as_deref() {
                 Some("npy") if bytes.is_empty() => Err(NumpyError::Empty),
                 Some("npy") => Err(NumpyError::BadMagic),
-                Some("npz") => numpy::open_npz(bytes),
+                Some("npz") => numpy::open_npz(bytes, None),
                 _ => return Err(safetensors_error(path)),
             }
         };
@@ -210,7 +211,7 @@ impl StoredFile {
             extras: opened.extras,
             other_members: opened.other_members,
             is_archive: opened.is_archive,
-            members: opened.members,
+            archive: opened.archive,
         };
         Ok(Self::assemble(
             path,
@@ -396,11 +397,15 @@ impl StoredFile {
     }
 
     /// The archive member behind a deflated storage.
-    pub(crate) fn member(&self, encoding: &Encoding) -> Option<&super::zip::Member> {
+    pub(crate) fn member(
+        &self,
+        encoding: &Encoding,
+    ) -> Option<(&super::zip::Archive, &super::zip::Member)> {
         let Encoding::Deflated { member, .. } = encoding else {
             return None;
         };
-        self.numpy.as_ref()?.members.get(*member)
+        let archive = self.numpy.as_ref()?.archive.as_ref()?;
+        Some((archive, archive.members().get(*member)?))
     }
 
     /// Reads every byte of the file's compressed or checksummed members
@@ -410,10 +415,15 @@ impl StoredFile {
         if !self.numpy.as_ref().is_some_and(NumpyParts::is_archive) {
             return Ok(());
         }
-        super::zip::verify(self.source.bytes(), cancel).map_err(|e| LoadError::Numpy {
-            path: self.path.clone(),
-            error: NumpyError::Zip(e),
-        })
+        let Some(archive) = self.numpy.as_ref().and_then(|n| n.archive.as_ref()) else {
+            return Ok(());
+        };
+        archive
+            .verify(self.source.bytes(), cancel)
+            .map_err(|e| LoadError::Numpy {
+                path: self.path.clone(),
+                error: NumpyError::Zip(e),
+            })
     }
 
     /// Where the bytes come from: a local map or a remote file.

@@ -9,8 +9,8 @@ use super::gather::{GatherError, gather};
 use super::numpy::NumpyError;
 use super::parse::TensorInfo;
 use super::stored::{ByteOrder, Encoding, Layout, Placement};
-use super::zip::Member;
 use super::zip::ZipError;
+use super::zip::{Archive, Member};
 use crate::jobs::CancelToken;
 
 /// The file a tensor is read from: its path (for errors), its bytes, and
@@ -18,7 +18,7 @@ use crate::jobs::CancelToken;
 pub(super) struct ReadFrom<'a> {
     pub path: &'a std::path::Path,
     pub bytes: &'a [u8],
-    pub member: Option<&'a Member>,
+    pub member: Option<(&'a Archive, &'a Member)>,
 }
 
 /// The cancelled outcome of a read, as remote reads give it.
@@ -61,7 +61,7 @@ pub(super) fn fill_c_order(
                 .unwrap_or(&[])
         }
         Encoding::Deflated { .. } => {
-            let Some(member) = file.member else {
+            let Some((archive, member)) = file.member else {
                 return Err(LoadError::Numpy {
                     path: file.path.to_path_buf(),
                     error: NumpyError::Header(format!(
@@ -86,7 +86,7 @@ pub(super) fn fill_c_order(
                 && storage.len == info.nbytes();
             if in_order {
                 let mut failed = None;
-                let streamed = super::zip::stream(
+                let streamed = archive.stream(
                     file.bytes,
                     member,
                     storage.skip,
@@ -105,7 +105,8 @@ pub(super) fn fill_c_order(
                     (r, None) => r.map_err(zip_error),
                 };
             }
-            decoded = super::zip::decode(file.bytes, member, storage.skip, storage.len, cancel)
+            decoded = archive
+                .decode(file.bytes, member, storage.skip, storage.len, cancel)
                 .map_err(zip_error)?;
             decoded.bytes()
         }

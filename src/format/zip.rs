@@ -4,6 +4,7 @@
 //! crate over the file's map; nothing is ever extracted to disk.
 
 use std::io::{Cursor, Read};
+use std::sync::Arc;
 
 use crate::jobs::CancelToken;
 use crate::source::scratch::{self, Scratch};
@@ -54,17 +55,24 @@ pub enum ZipError {
     Cancelled,
 }
 
-fn archive(bytes: &[u8]) -> Result<zip::ZipArchive<Cursor<&[u8]>>, ZipError> {
-    zip::ZipArchive::new(Cursor::new(bytes)).map_err(|e| ZipError::Archive(e.to_string()))
+/// A zip archive's central directory, read once: its members, and the
+/// crate's metadata, so that reading a member does not read the directory
+/// again (an archive of 100,000 members is read in one pass).
+#[derive(Debug, Clone)]
+pub struct Archive {
+    meta: Arc<zip::read::ZipArchiveMetadata>,
+    members: Vec<Member>,
 }
 
-/// The members of the archive `bytes`, in central-directory order.
-pub fn members(bytes: &[u8]) -> Result<Vec<Member>, ZipError> {
-    let mut zip = archive(bytes)?;
+/// Reads the archive `bytes`' central directory.
+pub fn open(bytes: &[u8]) -> Result<Archive, ZipError> {
+    let zip =
+        zip::ZipArchive::new(Cursor::new(bytes)).map_err(|e| ZipError::Archive(e.to_string()))?;
     if zip.has_duplicate_names() {
         return Err(ZipError::Duplicate);
     }
-    let mut out = Vec::with_capacity(zip.len());
+    let mut zip = zip;
+    let mut members = Vec::with_capacity(zip.len());
     for index in 0..zip.len() {
         let f = zip
             .by_index_raw(index)
@@ -72,7 +80,7 @@ pub fn members(bytes: &[u8]) -> Result<Vec<Member>, ZipError> {
         let method = f.compression();
         let stored = method == zip::CompressionMethod::Stored;
         let deflated = method == zip::CompressionMethod::Deflated;
-        out.push(Member {
+        members.push(Member {
             index,
             name: String::from_utf8_lossy(f.name_raw()).into_owned(),
             is_dir: f.is_dir(),
@@ -84,20 +92,124 @@ pub fn members(bytes: &[u8]) -> Result<Vec<Member>, ZipError> {
             size: f.size(),
         });
     }
-    Ok(out)
+    Ok(Archive {
+        meta: zip.metadata(),
+        members,
+    })
 }
 
-/// Up to `max` first bytes of a member, decoded.
-pub fn prefix(bytes: &[u8], member: &Member, max: u64) -> Result<Vec<u8>, ZipError> {
-    let mut zip = archive(bytes)?;
-    let f = zip
-        .by_index(member.index)
-        .map_err(|e| stream_error(member, &e))?;
-    let mut out = Vec::new();
-    f.take(max)
-        .read_to_end(&mut out)
-        .map_err(|e| stream_error(member, &e))?;
-    Ok(out)
+impl Archive {
+    /// The members, in central-directory order.
+    pub fn members(&self) -> &[Member] {
+        &self.members
+    }
+
+    /// A reader of `bytes`, the very bytes this directory was read from.
+    #[allow(unsafe_code)]
+    fn reader<'a>(&self, bytes: &'a [u8]) -> zip::ZipArchive<Cursor<&'a [u8]>> {
+        // SAFETY: the crate marks this `unsafe` only as the contract that
+        // the metadata belongs to the reader's bytes (there is no memory
+        // effect); `Archive` is made from, and only used with, the bytes
+        // of its own file, and a mismatch would at worst give an error.
+        unsafe {
+            zip::ZipArchive::unsafe_new_with_metadata(Cursor::new(bytes), Arc::clone(&self.meta))
+        }
+    }
+
+    /// Up to `max` first bytes of a member, decoded.
+    pub fn prefix(&self, bytes: &[u8], member: &Member, max: u64) -> Result<Vec<u8>, ZipError> {
+        let mut zip = self.reader(bytes);
+        let f = zip
+            .by_index(member.index)
+            .map_err(|e| stream_error(member, &e))?;
+        let mut out = Vec::new();
+        f.take(max)
+            .read_to_end(&mut out)
+            .map_err(|e| stream_error(member, &e))?;
+        Ok(out)
+    }
+
+    /// Reads the whole member, checking its length and CRC-32, and hands
+    /// bytes `skip..skip + len` of it to `sink` (a block at a time). The
+    /// stream must hold at least `skip + len` bytes; what follows is read
+    /// (for the CRC) and dropped.
+    pub fn stream(
+        &self,
+        bytes: &[u8],
+        member: &Member,
+        skip: u64,
+        len: u64,
+        cancel: &CancelToken,
+        sink: &mut dyn FnMut(&[u8]) -> Result<(), String>,
+    ) -> Result<(), ZipError> {
+        let mut zip = self.reader(bytes);
+        let mut f = zip
+            .by_index(member.index)
+            .map_err(|e| stream_error(member, &e))?;
+        let want_end = skip.saturating_add(len);
+        let mut at = 0u64;
+        let mut buf = vec![0u8; 1 << 20];
+        loop {
+            if cancel.is_cancelled() {
+                return Err(ZipError::Cancelled);
+            }
+            let n = f.read(&mut buf).map_err(|e| stream_error(member, &e))?;
+            if n == 0 {
+                break;
+            }
+            let (start, end) = (at, at + n as u64);
+            let lo = start.max(skip);
+            let hi = end.min(want_end);
+            if lo < hi {
+                let piece = &buf[(lo - start) as usize..(hi - start) as usize];
+                sink(piece).map_err(|m| stream_error(member, &m))?;
+            }
+            at = end;
+        }
+        if at < want_end {
+            return Err(stream_error(
+                member,
+                &format!("its stream ends after {at} bytes, but {want_end} are needed"),
+            ));
+        }
+        if at != member.size {
+            return Err(stream_error(
+                member,
+                &format!(
+                    "its stream holds {at} bytes, but the archive declares {}",
+                    member.size
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Bytes `skip..skip + len` of a member, decoded into scratch space.
+    pub fn decode(
+        &self,
+        bytes: &[u8],
+        member: &Member,
+        skip: u64,
+        len: u64,
+        cancel: &CancelToken,
+    ) -> Result<Scratch, ZipError> {
+        let mut out = scratch::writer(len).map_err(|e| stream_error(member, &e))?;
+        self.stream(bytes, member, skip, len, cancel, &mut |b| {
+            out.write(b).map_err(|e| e.to_string())
+        })?;
+        out.finish().map_err(|e| stream_error(member, &e))
+    }
+
+    /// Reads every member whole, checking each one's length and CRC-32.
+    pub fn verify(&self, bytes: &[u8], cancel: &CancelToken) -> Result<(), ZipError> {
+        for m in &self.members {
+            if m.is_dir || m.unsupported.is_some() || m.encrypted {
+                continue;
+            }
+            self.stream(bytes, m, 0, 0, cancel, &mut |_| Ok(()))?;
+        }
+        Ok(())
+    }
 }
 
 fn stream_error(member: &Member, e: &dyn std::fmt::Display) -> ZipError {
@@ -105,84 +217,4 @@ fn stream_error(member: &Member, e: &dyn std::fmt::Display) -> ZipError {
         member: member.name.clone(),
         message: e.to_string(),
     }
-}
-
-/// Reads the whole member, checking its length and CRC-32, and hands
-/// bytes `skip..skip + len` of it to `sink` (a block at a time). The
-/// stream must hold at least `skip + len` bytes; what follows is read
-/// (for the CRC) and dropped.
-pub fn stream(
-    bytes: &[u8],
-    member: &Member,
-    skip: u64,
-    len: u64,
-    cancel: &CancelToken,
-    sink: &mut dyn FnMut(&[u8]) -> Result<(), String>,
-) -> Result<(), ZipError> {
-    let mut zip = archive(bytes)?;
-    let mut f = zip
-        .by_index(member.index)
-        .map_err(|e| stream_error(member, &e))?;
-    let want_end = skip.saturating_add(len);
-    let mut at = 0u64;
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        if cancel.is_cancelled() {
-            return Err(ZipError::Cancelled);
-        }
-        let n = f.read(&mut buf).map_err(|e| stream_error(member, &e))?;
-        if n == 0 {
-            break;
-        }
-        let (start, end) = (at, at + n as u64);
-        let lo = start.max(skip);
-        let hi = end.min(want_end);
-        if lo < hi {
-            let piece = &buf[(lo - start) as usize..(hi - start) as usize];
-            sink(piece).map_err(|m| stream_error(member, &m))?;
-        }
-        at = end;
-    }
-    if at < want_end {
-        return Err(stream_error(
-            member,
-            &format!("its stream ends after {at} bytes, but {want_end} are needed"),
-        ));
-    }
-    if at != member.size {
-        return Err(stream_error(
-            member,
-            &format!(
-                "its stream holds {at} bytes, but the archive declares {}",
-                member.size
-            ),
-        ));
-    }
-    Ok(())
-}
-
-/// Bytes `skip..skip + len` of a member, decoded into scratch space.
-pub fn decode(
-    bytes: &[u8],
-    member: &Member,
-    skip: u64,
-    len: u64,
-    cancel: &CancelToken,
-) -> Result<Scratch, ZipError> {
-    let mut out = scratch::writer(len).map_err(|e| stream_error(member, &e))?;
-    stream(bytes, member, skip, len, cancel, &mut |b| {
-        out.write(b).map_err(|e| e.to_string())
-    })?;
-    out.finish().map_err(|e| stream_error(member, &e))
-}
-
-/// Reads every member whole, checking each one's length and CRC-32.
-pub fn verify(bytes: &[u8], cancel: &CancelToken) -> Result<(), ZipError> {
-    for m in members(bytes)? {
-        if m.is_dir || m.unsupported.is_some() || m.encrypted {
-            continue;
-        }
-        stream(bytes, &m, 0, 0, cancel, &mut |_| Ok(()))?;
-    }
-    Ok(())
 }

@@ -167,8 +167,8 @@ pub struct Opened {
     pub other_members: Vec<String>,
     /// True for an `.npz`.
     pub is_archive: bool,
-    /// The archive's members, for decoding deflated ones.
-    pub(crate) members: Vec<crate::format::zip::Member>,
+    /// The archive's directory, for decoding deflated members.
+    pub(crate) archive: Option<crate::format::zip::Archive>,
 }
 
 /// The tensor name a `.npy` file gives its array: the file's name less
@@ -210,7 +210,7 @@ pub fn open_npy(bytes: &[u8], name: String) -> Result<Opened, NumpyError> {
         extras: vec![extra],
         other_members: Vec::new(),
         is_archive: false,
-        members: Vec::new(),
+        archive: None,
     })
 }
 

@@ -7,9 +7,14 @@ use super::{NumpyError, Opened, tensor};
 use crate::format::stored::{Encoding, Storage};
 use crate::format::zip::{self, Member};
 
-/// Reads the `.npz` whose whole file is `bytes`.
-pub fn open_npz(bytes: &[u8]) -> Result<Opened, NumpyError> {
-    let members = zip::members(bytes).map_err(NumpyError::Zip)?;
+/// Reads the `.npz` whose whole file is `bytes` (its central directory
+/// already read, when the caller has it).
+pub fn open_npz(bytes: &[u8], archive: Option<zip::Archive>) -> Result<Opened, NumpyError> {
+    let archive = match archive {
+        Some(a) => a,
+        None => zip::open(bytes).map_err(NumpyError::Zip)?,
+    };
+    let members = archive.members();
     let mut out = Opened {
         header_bytes: 0,
         tensors: Vec::new(),
@@ -17,9 +22,9 @@ pub fn open_npz(bytes: &[u8]) -> Result<Opened, NumpyError> {
         extras: Vec::new(),
         other_members: Vec::new(),
         is_archive: true,
-        members: Vec::new(),
+        archive: None,
     };
-    for m in &members {
+    for m in members {
         if m.is_dir {
             continue;
         }
@@ -47,7 +52,7 @@ pub fn open_npz(bytes: &[u8]) -> Result<Opened, NumpyError> {
         let (h, storage) = if m.stored {
             stored_member(bytes, m).map_err(in_member)?
         } else {
-            deflated_member(bytes, m)?
+            deflated_member(bytes, &archive, m)?
         };
         let (info, placement, extra) =
             tensor(name.to_owned(), &h, storage, id, Some(m.name.clone())).map_err(in_member)?;
@@ -61,7 +66,7 @@ pub fn open_npz(bytes: &[u8]) -> Result<Opened, NumpyError> {
             members: members.len(),
         });
     }
-    out.members = members;
+    out.archive = Some(archive);
     Ok(out)
 }
 
@@ -105,13 +110,17 @@ fn stored_member(bytes: &[u8], m: &Member) -> Result<(header::NpyHeader, Storage
 }
 
 /// A deflated member: its header is read from the start of its stream.
-fn deflated_member(bytes: &[u8], m: &Member) -> Result<(header::NpyHeader, Storage), NumpyError> {
+fn deflated_member(
+    bytes: &[u8],
+    archive: &zip::Archive,
+    m: &Member,
+) -> Result<(header::NpyHeader, Storage), NumpyError> {
     let in_member = |error: NumpyError| NumpyError::Member {
         member: m.name.clone(),
         error: Box::new(error),
     };
     // The length field first, then exactly the header.
-    let first = zip::prefix(bytes, m, 12).map_err(NumpyError::Zip)?;
+    let first = archive.prefix(bytes, m, 12).map_err(NumpyError::Zip)?;
     let end = match header::header_end(&first).map_err(in_member)? {
         Some(end) => end,
         None if first.is_empty() => return Err(in_member(NumpyError::Empty)),
@@ -123,7 +132,9 @@ fn deflated_member(bytes: &[u8], m: &Member) -> Result<(header::NpyHeader, Stora
             }));
         }
     };
-    let head = zip::prefix(bytes, m, end.min(MAX_HEADER_BYTES + 12)).map_err(NumpyError::Zip)?;
+    let head = archive
+        .prefix(bytes, m, end.min(MAX_HEADER_BYTES + 12))
+        .map_err(NumpyError::Zip)?;
     let h = header::parse_header(&head).map_err(in_member)?;
     let needed = h.data_offset.saturating_add(h.nbytes);
     if m.size < needed {

@@ -1413,7 +1413,7 @@ impl Counts {
         let width = usize::try_from(i64::from(hi) - i64::from(lo) + 1).unwrap_or(1);
         Self {
             dtype,
-            dense: crate::stats::written_zeros(1 << 16),
+            dense: crate::mem::written_zeros(1 << 16),
             codes: vec![0; width],
             low: lo,
             failed: false,

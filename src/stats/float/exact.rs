@@ -30,6 +30,7 @@ use super::{
     Pass1Totals, for_each_block, histogram_counts, histogram_quantiles, moments_pass, tiny_bits,
 };
 use crate::jobs::{CancelToken, Cancelled, Progress};
+use crate::mem::written_zeros;
 use crate::stats::bins::{FloatBins, QUANTILES, nearest_rank};
 use crate::stats::kernel::{
     BLOCK, BUCKETS, Keyed, Lane, MARK_WORDS, PART, PREFIX_BITS, Prefilter, Prefilter64, Specials,
@@ -43,7 +44,7 @@ use crate::stats::simd::{
 };
 use crate::stats::{
     Histogram, QuantileMode, Quantiles, Scalar, StatsOptions, ValueStats, empty_histogram,
-    log2_histogram, par_chunks, written_zeros,
+    log2_histogram, par_chunks,
 };
 
 /// Tensors of at most this many elements are sorted instead of counted.

@@ -20,6 +20,7 @@ pub mod fsio;
 #[cfg(feature = "gui")]
 pub mod gui;
 pub mod jobs;
+mod mem;
 pub mod quant;
 pub mod resave;
 pub mod source;

@@ -14,11 +14,12 @@ use super::moments::Moments;
 use super::report::Sigma6;
 use super::{
     CHUNK_BYTES, CodeHistogram, Detail, Histogram, Quantiles, Scalar, StatsOptions, ValueStats,
-    empty_histogram, is_integer, log2_histogram, par_chunks, smallest_normal, written_zeros,
+    empty_histogram, is_integer, log2_histogram, par_chunks, smallest_normal,
 };
 use crate::dtype::Dtype;
 use crate::dtype::decode::{BitOrder, code_at, code_table, code_to_f64, element_count};
 use crate::jobs::{CancelToken, Cancelled, Progress};
+use crate::mem::written_zeros;
 
 /// Tensors with at most this many 16-bit elements sort their codes instead
 /// of filling a 65,536-entry table.

@@ -484,18 +484,6 @@ where
         .try_reduce(&identity, |a, b| Ok(merge(a, b)))
 }
 
-/// `len` zeros (`T::default()`), written rather than allocated zeroed: a
-/// zeroed allocation maps the shared zero page, and the first count in each
-/// of its pages then takes a copy-on-write fault whose TLB flush interrupts
-/// every other thread of the process (the value is opaque, so that the
-/// writes are not turned back into a zeroed allocation). For the counting
-/// tables of the scans.
-pub(crate) fn written_zeros<T: Copy + Default>(len: usize) -> Vec<T> {
-    let mut table = Vec::with_capacity(len);
-    table.resize(len, std::hint::black_box(T::default()));
-    table
-}
-
 /// A finite f64, or `None`.
 fn finite(x: f64) -> Option<f64> {
     x.is_finite().then_some(x)

@@ -18,6 +18,7 @@ mod side;
 mod stats;
 mod table;
 mod tensor;
+mod values;
 
 use eframe::egui;
 

@@ -7,7 +7,7 @@
 use eframe::egui;
 
 use super::stats;
-use super::tensor::unravel;
+use super::values::{fetch_page_ui, unravel};
 use crate::format::Checkpoint;
 use crate::gui::command::Command;
 use crate::gui::safe_text;
@@ -18,7 +18,7 @@ use crate::text::{fmt_shape, fmt_value, human_bytes};
 use egui_plot::{Bar, BarChart, Plot};
 
 /// Values per page of the grid.
-const PAGE: u64 = super::tensor::PAGE_SIZE;
+const PAGE: u64 = super::values::PAGE_SIZE;
 
 /// Draws the view of logical tensor `lt`, whose row is `index`.
 pub fn logical_view_ui(
@@ -194,7 +194,7 @@ fn values_ui(
         (!shard.file().source().is_present(range.clone())).then_some((t.shard(), range))
     });
     if let Some((shard, range)) = missing {
-        super::tensor::fetch_page_ui(ui, &tab.tensor, shard, range, out);
+        fetch_page_ui(ui, &tab.tensor, shard, range, out);
         return;
     }
     // The grid reads the map as it draws (no I/O on this thread: the flag

@@ -13,7 +13,7 @@ use crate::stats::TensorStats;
 use crate::stats::heatmap::Heatmap;
 use crate::text::safe_text;
 
-use super::tab::Loaded;
+use super::loaded::Loaded;
 use super::tensor::LayerLines;
 
 /// One line of the diff table.

@@ -8,6 +8,7 @@
 
 mod compare;
 mod dialogs;
+mod loaded;
 mod tab;
 mod tensor;
 
@@ -22,7 +23,8 @@ pub use dialogs::{
     Browse, ConversionChoice, Entry, ExportDialog, ExportForm, Listing, Picker, PickerForm,
     SaveAsDialog, SaveAsForm, WriteForm,
 };
-pub use tab::{Loaded, MetaEntry, SelectMode, Tab, TableState};
+pub use loaded::{Loaded, MetaEntry};
+pub use tab::{SelectMode, Tab, TableState};
 pub use tensor::{
     HeatKey, HistKind, LayerLines, LayerStat, MAX_LAYER_LINES, ScanProgress, ScanState,
     ScanSummary, Section, SidePage, StatsKey, TensorState, ViewState,

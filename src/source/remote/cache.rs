@@ -21,7 +21,7 @@ use std::io::{Seek as _, SeekFrom, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use super::http::Version;
+use super::version::Version;
 use super::{RemoteError, Settings};
 
 /// The largest request for tensor bytes, and the unit of eviction: 4 MiB.

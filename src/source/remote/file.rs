@@ -17,7 +17,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use super::cache::{self, BLOCK, CHUNK, Entry};
-use super::http::{Client, Version};
+use super::http::Client;
+use super::version::Version;
 use super::{RemoteError, url};
 use crate::jobs::{CancelToken, Progress};
 use crate::source::map::Mapping;

@@ -21,6 +21,7 @@ pub mod file;
 pub mod http;
 pub mod hub;
 mod url;
+mod version;
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};

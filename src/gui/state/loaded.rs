@@ -1,0 +1,164 @@
+//! A checkpoint that opened, with what every frame needs computed once (in
+//! the job that opened it): totals per dtype, the names' natural ranks, the
+//! metadata entries, the quantized weights' rows and the overview.
+
+use std::sync::Arc;
+
+use crate::dtype::Dtype;
+use crate::format::Checkpoint;
+use crate::gui::model::{DtypeTotals, QuantRows, dtype_totals, name_ranks};
+
+/// A checkpoint that opened, with what every frame needs computed once.
+#[derive(Debug)]
+pub struct Loaded {
+    /// Shared with the jobs that read it.
+    pub ck: Arc<Checkpoint>,
+    /// Tensors, parameters and bytes per dtype (writer order), and overall.
+    pub totals: (Vec<(Dtype, DtypeTotals)>, DtypeTotals),
+    /// Each tensor's rank in natural name order, so sorting by name sorts
+    /// integers.
+    pub name_rank: Vec<u32>,
+    /// The `__metadata__` entries (the index's for a sharded model), sorted.
+    pub metadata: Vec<MetaEntry>,
+    /// The quantized weights, when the checkpoint has any.
+    pub quant: Option<Arc<QuantRows>>,
+    /// What the overview shows, computed with the rest.
+    pub overview: Overview,
+}
+
+/// The overview's figures of a checkpoint, computed once when it opens.
+#[derive(Debug, Clone, Default)]
+pub struct Overview {
+    /// The values the tensors hold, a quantized weight counted by its
+    /// logical shape (not its packed words).
+    pub parameters: u64,
+    /// The largest tensors by bytes (indices into `ck.tensors`), largest first.
+    pub largest: Vec<usize>,
+    /// The architecture from `config.json`: `None` without one, `Err` with
+    /// why one could not be used.
+    pub arch: Option<Result<crate::arch::Architecture, String>>,
+    /// The tensors checked against the architecture.
+    pub checks: Vec<crate::arch::Check>,
+    /// The characters of the longest tensor name (at most 120): the table
+    /// keeps its Name column wide enough to read them.
+    pub longest_name: usize,
+}
+
+/// How many of the largest tensors the overview lists.
+pub const LARGEST_SHOWN: usize = 8;
+
+impl Overview {
+    fn of(ck: &Checkpoint, quant: Option<&QuantRows>, stored_parameters: u64) -> Self {
+        let parameters = quant.map_or(stored_parameters, |q| {
+            let plain: u64 = ck
+                .entries()
+                .filter(|(t, _)| q.quant.owner(*t).is_none())
+                .map(|(_, i)| i.numel())
+                .fold(0, u64::saturating_add);
+            q.quant
+                .tensors()
+                .iter()
+                .map(crate::quant::LogicalTensor::numel)
+                .fold(plain, u64::saturating_add)
+        });
+        // The k largest in O(n log k); a quantized weight once, by the
+        // row that stands for it, with all its parts' bytes.
+        let mut heap = std::collections::BinaryHeap::new();
+        for (i, (t, info)) in ck.entries().enumerate() {
+            let bytes = match quant {
+                Some(q) if q.quant.owner(t).is_some() => match q.logical_at(i) {
+                    Some(lt) => lt.stored_bytes(ck),
+                    None => continue,
+                },
+                _ => info.nbytes(),
+            };
+            heap.push(std::cmp::Reverse((bytes, std::cmp::Reverse(i))));
+            if heap.len() > LARGEST_SHOWN {
+                heap.pop();
+            }
+        }
+        let largest = heap
+            .into_sorted_vec()
+            .into_iter()
+            .map(|std::cmp::Reverse((_, std::cmp::Reverse(i)))| i)
+            .collect();
+        let arch = crate::arch::read(ck.path()).transpose();
+        let checks = match &arch {
+            Some(Ok(a)) => crate::arch::check(a, ck, parameters),
+            _ => Vec::new(),
+        };
+        let longest_name = ck
+            .entries()
+            .map(|(_, i)| i.name().chars().take(120).count())
+            .max()
+            .unwrap_or(0);
+        Self {
+            parameters,
+            largest,
+            arch,
+            checks,
+            longest_name,
+        }
+    }
+}
+
+impl Loaded {
+    /// What the explorer shows of `ck`, computed once (in the job that
+    /// opened it).
+    pub fn new(ck: Checkpoint) -> Self {
+        let totals = dtype_totals(&ck);
+        let name_rank = name_ranks(&ck);
+        let metadata = crate::diff::metadata_of(&ck)
+            .into_iter()
+            .map(|(key, value)| MetaEntry::new(key, value))
+            .collect();
+        let quant = crate::quant::detect(&ck).map(|q| Arc::new(QuantRows::new(&ck, q)));
+        let overview = Overview::of(&ck, quant.as_deref(), totals.1.parameters);
+        Self {
+            ck: Arc::new(ck),
+            totals,
+            name_rank,
+            metadata,
+            quant,
+            overview,
+        }
+    }
+}
+
+/// One `__metadata__` entry, with what the metadata pane shows of it.
+#[derive(Debug, Clone)]
+pub struct MetaEntry {
+    /// The key, as the file has it.
+    pub key: String,
+    /// The value, as the file has it (what *copy* copies).
+    pub value: String,
+    /// Key and value in lower case, for the search box.
+    pub search: String,
+    /// The value pretty-printed and escaped, when it is a JSON object or
+    /// array (configs often are), with its line count.
+    pub json: Option<(String, usize)>,
+}
+
+/// Characters of a pretty-printed JSON value shown at most.
+const MAX_JSON_CHARS: usize = 100_000;
+
+impl MetaEntry {
+    /// Prepares an entry for the pane.
+    pub fn new(key: String, value: String) -> Self {
+        let json = serde_json::from_str::<serde_json::Value>(&value)
+            .ok()
+            .filter(|j| j.is_object() || j.is_array())
+            .and_then(|j| serde_json::to_string_pretty(&j).ok())
+            .map(|pretty| {
+                let lines = pretty.lines().count();
+                (crate::text::safe_multiline(&pretty, MAX_JSON_CHARS), lines)
+            });
+        let search = format!("{}\n{}", key.to_lowercase(), value.to_lowercase());
+        Self {
+            key,
+            value,
+            search,
+            json,
+        }
+    }
+}

@@ -59,9 +59,15 @@ fn execute_once(
             }
         })
         .collect();
-    let _fetched = ck
-        .fetch(&reads, cancel, progress)
-        .map_err(ResaveError::Load)?;
+    // A remote model comes into the cache first; a local tensor stored
+    // otherwise than in C order is read into scratch space one at a time,
+    // as it is written (so the space in use is one tensor's).
+    let _fetched = if ck.is_remote() {
+        ck.fetch(&reads, cancel, progress)
+            .map_err(ResaveError::Load)?
+    } else {
+        crate::source::Fetched::default()
+    };
     let headers = plan
         .files
         .iter()
@@ -114,10 +120,24 @@ fn write_all_files(
     let mut written = Vec::with_capacity(plan.files.len());
     let mut conversions = Vec::new();
     let mut bytes_written = 0u64;
+    // Why a tensor could not be read, when that stopped a file's writing.
+    let mut unreadable: Option<crate::format::LoadError> = None;
     for (file, (header, order)) in plan.files.iter().zip(headers) {
         let mut pending = PendingFile::create(&file.path)?;
         let mut w = ShortWriter::new(pending.writer(), budget);
         let body = (|| -> std::io::Result<()> {
+            // A local tensor's bytes, read into scratch space if need be
+            // (a remote model's were fetched above).
+            let mut fetch = |refs: &[crate::format::TensorRef]| {
+                if ck.is_remote() {
+                    return Ok(crate::source::Fetched::default());
+                }
+                ck.fetch(refs, cancel, progress).map_err(|e| {
+                    let text = e.to_string();
+                    unreadable = Some(e);
+                    std::io::Error::other(text)
+                })
+            };
             write_chunk(&mut w, header, header.len() as u64, cancel, progress)?;
             for &k in order {
                 let Some(t) = file.tensors.get(k).and_then(|&ti| plan.tensors.get(ti)) else {
@@ -128,6 +148,7 @@ fn write_all_files(
                     let Some(dq) = lt.and_then(|lt| Dequantizer::new(ck, lt)) else {
                         return Err(std::io::Error::other("a planned quantized weight is gone"));
                     };
+                    let _parts = fetch(&dq.parts())?;
                     let conv = converters.get(&t.source_dtype).copied();
                     let mut counts = ConversionCounts::default();
                     write_dequantized(&dq, t.source_dtype, conv, &mut counts, |chunk| {
@@ -143,6 +164,7 @@ fn write_all_files(
                     }
                     continue;
                 }
+                let _one = fetch(&[t.source])?;
                 let bytes = ck.bytes(t.source);
                 if t.dtype == t.source_dtype {
                     copy_chunked(&mut w, bytes, cancel, progress)?;
@@ -162,6 +184,9 @@ fn write_all_files(
             w.flush()
         })();
         budget = w.remaining();
+        if let (Err(_), Some(e)) = (&body, unreadable.take()) {
+            return Err(ResaveError::Load(e));
+        }
         body.map_err(|e| pending.error(e))?;
         let done = pending.finish()?;
         let file_size = verify(plan, file, header, &done)?;

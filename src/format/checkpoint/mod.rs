@@ -271,6 +271,12 @@ impl Checkpoint {
         self.shards.get(t.shard)?.file.placement(t.index)
     }
 
+    /// The byte range of a tensor's data in its file when it is stored as
+    /// is (`None` for compressed data); one look, for a drawn table row.
+    pub fn file_range(&self, t: TensorRef) -> Option<std::ops::Range<u64>> {
+        self.shards.get(t.shard)?.file.stored_range(t.index)
+    }
+
     /// How a tensor is stored, where that differs from a safetensors
     /// tensor (C order, little-endian, its own bytes), with what its
     /// container says of it: what `info` reports beside the model's fields.

@@ -435,11 +435,20 @@ impl Cells<'_> {
             scan_cells_ui(row, scan.get(index).copied().flatten());
         }
         row.col(|ui| {
-            ui.label(format!(
-                "{}..{}",
-                info.data_offsets()[0],
-                info.data_offsets()[1]
-            ));
+            // Offsets in the data section (safetensors), else the data's
+            // bytes in the file when stored as is.
+            if ck.container().has_data_section() {
+                ui.label(format!(
+                    "{}..{}",
+                    info.data_offsets()[0],
+                    info.data_offsets()[1]
+                ));
+            } else {
+                match ck.file_range(tref) {
+                    Some(r) => ui.label(format!("@{}..{}", r.start, r.end)),
+                    None => ui.weak("deflated"),
+                };
+            }
         });
         if ck.is_sharded() {
             row.col(|ui| {

@@ -139,6 +139,39 @@ fn section_row_ui(ui: &mut egui::Ui, view: &mut ViewState, dtype: Dtype) {
     });
 }
 
+/// How a tensor of a container other than safetensors lies in its file:
+/// where, in which order and byte order, and what the container says.
+fn stored_facts_ui(ui: &mut egui::Ui, facts: &crate::format::StoredFacts) {
+    ui.weak("stored");
+    match &facts.data_range {
+        Some(r) => ui.monospace(format!("bytes {}..{}", r.start, r.end)),
+        None if facts.compressed => ui.label("deflated"),
+        None => ui.label("elsewhere"),
+    };
+    ui.weak("order");
+    let endian = match facts.byte_order {
+        crate::format::stored::ByteOrder::Little => "little-endian",
+        crate::format::stored::ByteOrder::Big => "big-endian",
+    };
+    match &facts.strides {
+        Some(s) => ui.label(format!("strides {}, {endian}", fmt_shape(s))),
+        None => ui.label(format!("C order, {endian}")),
+    }
+    .on_hover_text("Every view and verb reads it in C order, little-endian.");
+    ui.end_row();
+    for pair in facts.container.chunks(2) {
+        for (key, value) in pair {
+            ui.weak(*key);
+            let text = match value {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            ui.monospace(safe_text(&text, 200));
+        }
+        ui.end_row();
+    }
+}
+
 fn facts_ui(ui: &mut egui::Ui, ck: &Checkpoint, index: usize, info: &TensorInfo) {
     ui.add(
         egui::Label::new(
@@ -166,22 +199,26 @@ fn facts_ui(ui: &mut egui::Ui, ck: &Checkpoint, index: usize, info: &TensorInfo)
                 human_bytes(info.nbytes())
             ));
             ui.end_row();
-            ui.weak("data_offsets");
-            ui.monospace(format!(
-                "[{}, {}]",
-                info.data_offsets()[0],
-                info.data_offsets()[1]
-            ));
-            if let Some(shard) = ck
-                .tensors()
-                .get(index)
-                .and_then(|t| ck.shards().get(t.shard()))
-            {
-                let start = shard.file().header().data_start();
-                ui.weak("file offset");
-                ui.monospace(format!("{}", start.saturating_add(info.data_offsets()[0])));
+            if ck.container().has_data_section() {
+                ui.weak("data_offsets");
+                ui.monospace(format!(
+                    "[{}, {}]",
+                    info.data_offsets()[0],
+                    info.data_offsets()[1]
+                ));
+                if let Some(shard) = ck
+                    .tensors()
+                    .get(index)
+                    .and_then(|t| ck.shards().get(t.shard()))
+                {
+                    let start = shard.file().header().data_start();
+                    ui.weak("file offset");
+                    ui.monospace(format!("{}", start.saturating_add(info.data_offsets()[0])));
+                }
+                ui.end_row();
+            } else if let Some(&t) = ck.tensors().get(index) {
+                stored_facts_ui(ui, &ck.stored_facts(t));
             }
-            ui.end_row();
         });
     if ck.is_sharded()
         && let Some(shard) = ck

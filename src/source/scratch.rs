@@ -236,6 +236,8 @@ impl Writer {
 #[derive(Debug)]
 pub struct Slot {
     len: u64,
+    /// Where its file goes (`None`: the cache folder's `scratch/`).
+    dir: Option<PathBuf>,
     backing: std::sync::OnceLock<Backing>,
     state: std::sync::Mutex<SlotState>,
 }
@@ -284,6 +286,7 @@ impl Slot {
     pub fn new(len: u64) -> Self {
         Self {
             len,
+            dir: None,
             backing: std::sync::OnceLock::new(),
             state: std::sync::Mutex::new(SlotState::default()),
         }
@@ -354,7 +357,7 @@ impl Slot {
                 }
                 IN_MEMORY.fetch_sub(len, Ordering::Relaxed);
             }
-            let scratch_file = unlinked_file(None).map_err(io_error)?;
+            let scratch_file = unlinked_file(self.dir.as_deref()).map_err(io_error)?;
             scratch_file.set_len(len).map_err(io_error)?;
             let map = Mapping::map(&scratch_file).map_err(io_error)?;
             let _ = self.backing.set(Backing::File {
@@ -428,6 +431,62 @@ fn short<E>(written: u64, len: u64, io_error: &impl Fn(io::Error) -> E) -> E {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Where a fill writes.
+    type Sink<'a> = &'a mut dyn FnMut(&[u8]) -> io::Result<()>;
+
+    fn fill_with(byte: u8, n: u64) -> impl FnOnce(Sink<'_>) -> io::Result<()> {
+        move |sink| {
+            let block = vec![byte; 1 << 20];
+            let mut left = n;
+            while left > 0 {
+                let k = left.min(block.len() as u64);
+                sink(&block[..k as usize])?;
+                left -= k;
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_slot_is_filled_when_pinned_and_a_file_slot_given_back_when_unpinned() {
+        let dir = tempfile::tempdir().expect("dir");
+        let len = IN_MEMORY_BYTES + 4096;
+        let slot = Arc::new(Slot {
+            dir: Some(dir.path().to_path_buf()),
+            ..Slot::new(len)
+        });
+        assert!(!slot.is_ready() && slot.bytes().is_empty());
+        let pin = slot.pin(fill_with(3, len), |e| e).expect("filled");
+        let again = slot
+            .pin(|_| -> io::Result<()> { panic!("filled twice") }, |e| e)
+            .expect("pinned");
+        assert!(slot.is_ready());
+        assert!(slot.bytes().len() as u64 == len && slot.bytes().iter().all(|&b| b == 3));
+        drop(pin);
+        assert!(slot.is_ready(), "still pinned once");
+        drop(again);
+        assert!(!slot.is_ready(), "given back");
+        // Pinned again: filled again.
+        let _pin = slot.pin(fill_with(5, len), |e| e).expect("refilled");
+        assert!(slot.bytes().iter().all(|&b| b == 5));
+        // A fill of the wrong length is an error and leaves it not ready.
+        let short = Arc::new(Slot {
+            dir: Some(dir.path().to_path_buf()),
+            ..Slot::new(len)
+        });
+        assert!(short.pin(fill_with(1, len - 1), |e| e).is_err());
+        assert!(short.pin(fill_with(1, len + 1), |e| e).is_err());
+        assert!(!short.is_ready());
+    }
+
+    #[test]
+    fn a_small_slot_stays_in_memory() {
+        let slot = Arc::new(Slot::new(10));
+        drop(slot.pin(fill_with(9, 10), |e| e).expect("filled"));
+        assert!(slot.is_ready());
+        assert_eq!(slot.bytes(), &[9u8; 10]);
+    }
 
     #[test]
     fn small_in_memory_large_in_a_file_lengths_checked() {

@@ -98,6 +98,33 @@ pub struct StoredFile {
     in_place: bool,
 }
 
+/// The tensor name of a local `.npy` at `path`: its file name less `.npy`.
+fn npy_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| numpy::name_of_file(&n.to_string_lossy()))
+        .unwrap_or_default()
+}
+
+/// The tensor name of a remote `.npy`: the URL's last segment, without its
+/// query or fragment, less `.npy`.
+fn npy_name_of_url(url: &Path) -> String {
+    let text = url.to_string_lossy();
+    let last = text
+        .split(['?', '#'])
+        .next()
+        .and_then(|p| p.rsplit('/').next())
+        .unwrap_or("");
+    numpy::name_of_file(last)
+}
+
+/// The refusal of a remote `.npz` (or other zip).
+fn numpy_remote_archive(path: PathBuf) -> LoadError {
+    LoadError::Numpy {
+        path,
+        error: NumpyError::RemoteArchive,
+    }
+}
+
 /// The error for a path that is a FIFO, a socket or a device.
 pub(crate) fn not_a_regular_file() -> std::io::Error {
     std::io::Error::new(
@@ -163,22 +190,47 @@ impl StoredFile {
             error: rejected.error.clone(),
             repeated: rejected.repeated.clone(),
         };
-        // Remote files are read as safetensors only, for now.
+        // A remote file: its first block is in the cache. A `.npy` is read
+        // by ranges as a safetensors file is (its header fetched whole
+        // first); an archive, whose directory is at its end, is not.
         if source.remote().is_some() {
-            return Err(safetensors_error(path));
+            let bytes = source.bytes();
+            if bytes.starts_with(b"PK\x03\x04") || bytes.starts_with(b"PK\x05\x06") {
+                return Err(numpy_remote_archive(path));
+            }
+            if !bytes.starts_with(numpy::header::MAGIC) {
+                return Err(safetensors_error(path));
+            }
+            let header_end = numpy::header::header_end(bytes)
+                .ok()
+                .flatten()
+                .map(|end| 0..end.min(source.len()));
+            // Kept while the header is parsed.
+            let _header = match header_end {
+                Some(r) if !source.is_present(r.clone()) => Some(
+                    source
+                        .fetch(
+                            r,
+                            &crate::jobs::CancelToken::default(),
+                            &crate::jobs::Progress::new(),
+                        )
+                        .map_err(|error| LoadError::Remote {
+                            path: path.clone(),
+                            error,
+                        })?,
+                ),
+                _ => None,
+            };
+            let opened = numpy::open_npy(source.bytes(), npy_name_of_url(&path));
+            return Self::numpy_file(path, source, opened);
         }
         let bytes = source.bytes();
         let extension = path
             .extension()
             .and_then(|e| e.to_str())
             .map(str::to_ascii_lowercase);
-        let numpy_error = |path: PathBuf, error: NumpyError| LoadError::Numpy { path, error };
         let opened = if bytes.starts_with(numpy::header::MAGIC) {
-            let name = path
-                .file_name()
-                .map(|n| numpy::name_of_file(&n.to_string_lossy()))
-                .unwrap_or_default();
-            numpy::open_npy(bytes, name)
+            numpy::open_npy(bytes, npy_name(&path))
         } else if bytes.starts_with(b"PK\x03\x04") || bytes.starts_with(b"PK\x05\x06") {
             match super::zip::open(bytes) {
                 Ok(archive) => {
@@ -205,7 +257,19 @@ impl StoredFile {
                 _ => return Err(safetensors_error(path)),
             }
         };
-        let opened = opened.map_err(|e| numpy_error(path.clone(), e))?;
+        Self::numpy_file(path, source, opened)
+    }
+
+    /// A NumPy file read into the model, or why it is refused.
+    fn numpy_file(
+        path: PathBuf,
+        source: Source,
+        opened: Result<numpy::Opened, NumpyError>,
+    ) -> Result<Self, LoadError> {
+        let opened = opened.map_err(|error| LoadError::Numpy {
+            path: path.clone(),
+            error,
+        })?;
         let header = Header::of_container(opened.header_bytes, opened.tensors);
         let parts = NumpyParts {
             extras: opened.extras,
@@ -348,6 +412,17 @@ impl StoredFile {
             io_error,
         )
         .map(Some)
+    }
+
+    /// The bytes of the file a reader of the tensor at `index` needs: its
+    /// storage (for a deflated member, its compressed stream), else its
+    /// data. What a remote file fetches for it.
+    pub fn read_range(&self, index: usize) -> std::ops::Range<u64> {
+        match (self.placements.get(index), self.header.tensors().get(index)) {
+            (Some(p), _) => p.storage().file_range.clone(),
+            (None, Some(info)) => self.tensor_range(info),
+            (None, None) => 0..0,
+        }
     }
 
     /// The tensor's data as an absolute byte range of the file, when it is

@@ -19,7 +19,8 @@ impl Checkpoint {
         cancel: &crate::jobs::CancelToken,
         progress: &crate::jobs::Progress,
     ) -> Result<crate::source::Fetched, LoadError> {
-        let mut out = crate::source::Fetched::default();
+        let mut out = self.fetch_remote(tensors, cancel, progress)?;
+        // Then what is not stored in C order is read from those bytes.
         for &t in tensors {
             if let Some(shard) = self.shards.get(t.shard)
                 && let Some(pin) = shard.file.prepare(t.index, cancel)?
@@ -27,6 +28,17 @@ impl Checkpoint {
                 out.keep(pin);
             }
         }
+        Ok(out)
+    }
+
+    /// The remote half of [`Checkpoint::fetch`]: the bytes the cache lacks.
+    fn fetch_remote(
+        &self,
+        tensors: &[TensorRef],
+        cancel: &crate::jobs::CancelToken,
+        progress: &crate::jobs::Progress,
+    ) -> Result<crate::source::Fetched, LoadError> {
+        let mut out = crate::source::Fetched::default();
         if !self.is_remote() {
             return Ok(out);
         }
@@ -35,7 +47,7 @@ impl Checkpoint {
             .filter_map(|&t| {
                 let shard = self.shards.get(t.shard)?;
                 shard.file.remote()?;
-                let r = shard.file.tensor_range(self.info(t)?);
+                let r = shard.file.read_range(t.index);
                 (!r.is_empty()).then_some((t.shard, r))
             })
             .collect();
@@ -111,13 +123,11 @@ impl Checkpoint {
     pub fn missing_bytes(&self, tensors: &[TensorRef]) -> u64 {
         let mut by_shard: Vec<Vec<std::ops::Range<u64>>> = vec![Vec::new(); self.shards.len()];
         for &t in tensors {
-            if let (Some(ranges), Some(shard), Some(info)) = (
-                by_shard.get_mut(t.shard),
-                self.shards.get(t.shard),
-                self.info(t),
-            ) && shard.file.remote().is_some()
+            if let (Some(ranges), Some(shard)) =
+                (by_shard.get_mut(t.shard), self.shards.get(t.shard))
+                && shard.file.remote().is_some()
             {
-                ranges.push(shard.file.tensor_range(info));
+                ranges.push(shard.file.read_range(t.index));
             }
         }
         self.shards
@@ -152,7 +162,7 @@ impl Checkpoint {
                 && !shard
                     .file
                     .source()
-                    .is_present(shard.file.tensor_range(info))
+                    .is_present(shard.file.read_range(t.index))
             {
                 return Err(LoadError::Remote {
                     path: shard.file.path().to_path_buf(),

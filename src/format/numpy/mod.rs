@@ -94,6 +94,12 @@ pub enum NumpyError {
         /// How it is kept.
         how: String,
     },
+    /// A remote zip archive: its directory is at its end, which is not
+    /// fetched.
+    #[error(
+        "a remote .npz (or other zip) is not read: its directory is at its end; download it and open the copy"
+    )]
+    RemoteArchive,
     /// A zip archive with no `*.npy` member.
     #[error("the zip archive holds no .npy member ({members} members)")]
     NoArrays {
@@ -121,6 +127,7 @@ impl NumpyError {
             NumpyError::MemberSize { .. } => "NpzMemberSize",
             NumpyError::MemberEncoding { .. } => "NpzMemberEncoding",
             NumpyError::NoArrays { .. } => "NpzNoArrays",
+            NumpyError::RemoteArchive => "NpzRemote",
         }
     }
 

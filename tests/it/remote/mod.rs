@@ -664,3 +664,54 @@ fn a_long_header_takes_two_requests_and_a_new_version_empties_the_cache() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(json(&out, &err)["summary"]["same"], true);
 }
+
+#[test]
+fn a_remote_npy_reads_as_the_local_copy_and_a_remote_npz_is_refused_clearly() {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/numpy");
+    let s = Server::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = dir.path().join("cache");
+    // Big-endian and Fortran order: read by ranges, then in C order.
+    for name in ["fortran_be_u4_3d.npy", "le_f4.npy", "version_3_0_f4.npy"] {
+        let local = data.join(name);
+        s.file(&format!("/{name}"), std::fs::read(&local).expect("fixture"));
+        let url = s.url(&format!("/{name}"));
+        let local = local.to_str().expect("utf-8");
+        for verb in ["info", "stats", "validate"] {
+            let (code, out, err) = run(&cache, &[], &[verb, "--json", &url]);
+            assert_eq!(code, 0, "{verb} {name}: {err}");
+            let remote = json(&out, &err);
+            let (code, out, err) = run(&cache, &[], &[verb, "--json", local]);
+            assert_eq!(code, 0, "{verb} {name}: {err}");
+            assert_eq!(
+                without_paths(remote),
+                without_paths(json(&out, &err)),
+                "{verb} {name}"
+            );
+        }
+        let tensor = name.trim_end_matches(".npy");
+        let (a, b) = (dir.path().join("a.npy"), dir.path().join("b.npy"));
+        for (from, to) in [(url.as_str(), &a), (local, &b)] {
+            let (code, _, err) = run(
+                &cache,
+                &[],
+                &["export", "-o", to.to_str().expect("utf-8"), from, tensor],
+            );
+            assert_eq!(code, 0, "export {name}: {err}");
+        }
+        assert_eq!(
+            std::fs::read(&a).expect("a"),
+            std::fs::read(&b).expect("b"),
+            "{name}"
+        );
+    }
+    let npz = "savez_compressed_mixed.npz";
+    s.file(
+        &format!("/{npz}"),
+        std::fs::read(data.join(npz)).expect("fixture"),
+    );
+    let (code, out, err) = run(&cache, &[], &["info", "--json", &s.url(&format!("/{npz}"))]);
+    assert_eq!(code, 2, "{err}");
+    let doc = json(&out, &err);
+    assert_eq!(doc["error"]["kind"], "NpzRemote", "{doc}");
+}

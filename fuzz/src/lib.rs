@@ -103,6 +103,57 @@ pub fn readers(dir: &Path, data: &[u8]) {
     }
 }
 
+/// `numpy`: the input written as a `.npy` and as an `.npz` (the name only
+/// chooses which error a file that is neither gets), opened, and, when its
+/// tensors are small, scanned, diffed against itself and its first tensor
+/// exported and re-saved: byte-swapped, strided and deflated tensors are
+/// read through scratch space.
+///
+/// # Panics
+///
+/// If `dir` cannot be written to (never because of the input).
+pub fn numpy(dir: &Path, data: &[u8]) {
+    for name in ["input.npy", "input.npz"] {
+        let path = dir.join(name);
+        std::fs::write(&path, data).expect("the input can be written");
+        let Ok(ck) = Checkpoint::open(&path) else {
+            continue;
+        };
+        let cancel = CancelToken::new();
+        let _ = ck.verify_data(&cancel);
+        let (numel, nbytes) = ck.entries().fold((0u64, 0u64), |(n, b), (_, info)| {
+            (
+                n.saturating_add(info.numel()),
+                b.saturating_add(info.nbytes()),
+            )
+        });
+        if numel > READ_LIMIT || nbytes > READ_LIMIT {
+            continue;
+        }
+        for t in ck.tensors() {
+            let _ = ck.stored_facts(*t);
+        }
+        let _ = scan(
+            &ck,
+            ck.tensors(),
+            &StatsOptions::default(),
+            &cancel,
+            &Progress::new(),
+        );
+        let _ = diff(&ck, &ck, &DiffOptions::default(), &cancel, &Progress::new());
+        if let Some(&first) = ck.tensors().first() {
+            let _ = export_tensor(
+                &ck,
+                first,
+                &dir.join("out.npy"),
+                &ExportOptions::default(),
+                &cancel,
+                &Progress::new(),
+            );
+        }
+    }
+}
+
 /// A folder of this process for the targets' files, made on first use.
 /// libFuzzer ends the process with `exit`, so a `tempfile` guard would not
 /// clean up either; the folder is one per run, under the system's temp dir.

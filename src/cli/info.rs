@@ -76,7 +76,7 @@ pub struct InfoDoc {
     pub path: String,
     /// The container: `safetensors` or `numpy`.
     pub format: &'static str,
-    /// `single` or `sharded`.
+    /// `single`, `sharded`, or `folder` (a folder of NumPy files).
     pub kind: &'static str,
     /// Size of the opened file (the index file for a sharded model).
     pub file_size: u64,
@@ -150,6 +150,18 @@ impl InfoDoc {
             .collect();
         let parameter_count = tensors.iter().fold(0u64, |a, t| a.saturating_add(t.numel));
         let data_bytes = tensors.iter().fold(0u64, |a, t| a.saturating_add(t.nbytes));
+        let shard_docs = || {
+            ck.shards()
+                .iter()
+                .map(|s| ShardDoc {
+                    path: path_string(s.file().path()),
+                    name: s.name().to_owned(),
+                    file_size: s.file().file_size(),
+                    header_size: s.file().header().header_size(),
+                    metadata: metadata_json(s.file().header().metadata()),
+                })
+                .collect()
+        };
         let (file_size, header_size, metadata, shards) = match &ck.kind() {
             CheckpointKind::Single => {
                 let f = &ck.shards()[0].file();
@@ -160,32 +172,29 @@ impl InfoDoc {
                     None,
                 )
             }
+            // A folder of files: their sizes together, each one a shard.
+            CheckpointKind::Folder => (
+                ck.shards()
+                    .iter()
+                    .fold(0u64, |a, s| a.saturating_add(s.file().file_size())),
+                None,
+                serde_json::Value::Null,
+                Some(shard_docs()),
+            ),
             CheckpointKind::Sharded {
                 metadata,
                 index_bytes,
                 ..
-            } => (
-                *index_bytes,
-                None,
-                metadata.clone(),
-                Some(
-                    ck.shards()
-                        .iter()
-                        .map(|s| ShardDoc {
-                            path: path_string(s.file().path()),
-                            name: s.name().to_owned(),
-                            file_size: s.file().file_size(),
-                            header_size: s.file().header().header_size(),
-                            metadata: metadata_json(s.file().header().metadata()),
-                        })
-                        .collect(),
-                ),
-            ),
+            } => (*index_bytes, None, metadata.clone(), Some(shard_docs())),
         };
         Self {
             path: path_string(ck.path()),
             format: ck.container().id(),
-            kind: if sharded { "sharded" } else { "single" },
+            kind: match ck.kind() {
+                CheckpointKind::Single => "single",
+                CheckpointKind::Folder => "folder",
+                CheckpointKind::Sharded { .. } => "sharded",
+            },
             file_size,
             header_size,
             metadata,

@@ -46,6 +46,8 @@ pub fn metadata_of(ck: &Checkpoint) -> BTreeMap<String, String> {
             .first()
             .and_then(|s| s.file().header().metadata().cloned())
             .unwrap_or_default(),
+        // NumPy files carry no metadata.
+        CheckpointKind::Folder => BTreeMap::new(),
         CheckpointKind::Sharded { metadata, .. } => metadata
             .as_object()
             .map(|m| {

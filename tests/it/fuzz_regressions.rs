@@ -69,3 +69,54 @@ fn the_index_seed_opens_next_to_the_fixed_shard() {
     assert_eq!(ck.tensors().len(), 1);
     assert!(ck.warnings().is_empty(), "{:?}", ck.warnings());
 }
+
+#[test]
+fn numpy_inputs_replay() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    assert!(replay("numpy", &mut |data| targets::numpy(dir.path(), data)) > 0);
+}
+
+/// The `numpy` target's seeds with a few bytes changed: headers, zip
+/// records and deflated streams broken in every way a byte can break them.
+/// None may panic. Cases: `PROPTEST_CASES` (default 256).
+mod numpy_mutations {
+    use proptest::prelude::*;
+
+    fn seeds() -> Vec<Vec<u8>> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds/numpy");
+        super::inputs(&root)
+            .iter()
+            .map(|p| std::fs::read(p).expect("seed"))
+            .collect()
+    }
+
+    fn cases() -> u32 {
+        std::env::var("PROPTEST_CASES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(256)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: cases(), failure_persistence: None, .. ProptestConfig::default() })]
+
+        #[test]
+        fn mutated_numpy_files_never_panic(
+            seed in any::<prop::sample::Index>(),
+            edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..8),
+            cut in any::<Option<prop::sample::Index>>(),
+        ) {
+            let seeds = seeds();
+            let mut data = seed.get(&seeds).clone();
+            for (at, byte) in edits {
+                let i = at.index(data.len());
+                data[i] = byte;
+            }
+            if let Some(c) = cut {
+                data.truncate(c.index(data.len() + 1));
+            }
+            let dir = tempfile::tempdir().expect("tempdir");
+            super::targets::numpy(dir.path(), &data);
+        }
+    }
+}

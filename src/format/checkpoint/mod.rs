@@ -25,6 +25,9 @@ pub(crate) const MAX_INDEX_BYTES: u64 = 512 * 1024 * 1024;
 pub enum CheckpointKind {
     /// One safetensors file: [`Checkpoint::shards`] holds it alone.
     Single,
+    /// A folder of files of one container (NumPy `.npy`/`.npz`), with no
+    /// index: every file's tensors, in file-name order.
+    Folder,
     /// A shard index (`model.safetensors.index.json`) and the shards it names.
     Sharded {
         /// The index's `metadata` object (`null` when absent).
@@ -224,9 +227,13 @@ impl Checkpoint {
         self.by_name.get(name).copied()
     }
 
-    /// True for a sharded model.
+    /// True for a checkpoint of several files: a sharded model, or a
+    /// folder of files (each tensor then names its file, as its shard).
     pub fn is_sharded(&self) -> bool {
-        matches!(self.kind, CheckpointKind::Sharded { .. })
+        matches!(
+            self.kind,
+            CheckpointKind::Sharded { .. } | CheckpointKind::Folder
+        )
     }
 
     /// The header entry of a tensor; `None` for a reference this
@@ -311,6 +318,7 @@ impl Checkpoint {
         let files = match &self.kind {
             CheckpointKind::Single => String::new(),
             CheckpointKind::Sharded { .. } => format!(" · {} shards", self.shards.len()),
+            CheckpointKind::Folder => format!(" · a folder of {} files", self.shards.len()),
         };
         let Some(first) = self.shards.first() else {
             return String::new();

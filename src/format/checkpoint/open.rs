@@ -22,7 +22,10 @@ impl Checkpoint {
         {
             return Self::open_remote(location);
         }
-        let path = resolve_folder(path)?;
+        let path = match resolve_folder(path)? {
+            Resolved::File(file) => file,
+            Resolved::Folder(dir, names) => return Self::open_folder(&dir, &names),
+        };
         let is_index = path
             .file_name()
             .and_then(|n| n.to_str())
@@ -44,6 +47,53 @@ impl Checkpoint {
             let file = StoredFile::open(&path)?;
             Ok(Self::single(path, file))
         }
+    }
+
+    /// A folder of NumPy files as one checkpoint: each `.npy` a tensor,
+    /// each `.npz` its members, in file-name order, a few files at once.
+    /// A name two files give is read from the first (a warning says so).
+    fn open_folder(dir: &Path, names: &[String]) -> Result<Self, LoadError> {
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let opened = open_all(&refs, &|name| StoredFile::open(&dir.join(name)));
+        let mut shards = Vec::with_capacity(names.len());
+        let mut warnings = Vec::new();
+        for (name, file) in names.iter().zip(opened) {
+            let file = file?;
+            warnings.extend(format_warnings(&file, Some(name)));
+            shards.push(Shard {
+                name: name.clone(),
+                file,
+            });
+        }
+        let mut seen: HashMap<&str, &str> = HashMap::new();
+        let mut tensors = Vec::new();
+        for (s, shard) in shards.iter().enumerate() {
+            for (index, t) in shard.file.header().tensors().iter().enumerate() {
+                if let Some(first) = seen.get(t.name()) {
+                    warnings.push(Warning {
+                        kind: "DuplicateTensor",
+                        message: format!(
+                            "{:?} also holds tensor {:?}, which {first:?} holds first; the first is the one read by name",
+                            shard.name,
+                            t.name()
+                        ),
+                        tensor: Some(t.name().to_owned()),
+                        shard: Some(shard.name.clone()),
+                    });
+                } else {
+                    seen.insert(t.name(), &shard.name);
+                }
+                tensors.push(TensorRef { shard: s, index });
+            }
+        }
+        drop(seen);
+        Ok(Self::new(
+            dir.to_path_buf(),
+            CheckpointKind::Folder,
+            shards,
+            tensors,
+            warnings,
+        ))
     }
 
     /// A checkpoint of one file.
@@ -405,11 +455,19 @@ fn format_warnings(file: &StoredFile, shard: Option<&str>) -> Vec<Warning> {
     out
 }
 
+/// What a path given to open is.
+enum Resolved {
+    /// A file, or the one file a folder holds.
+    File(PathBuf),
+    /// A folder of NumPy files (their names, sorted), opened as one.
+    Folder(PathBuf, Vec<String>),
+}
+
 /// A folder opens as the index inside it, else its only safetensors file,
-/// else its only `.npy` or `.npz` file.
-fn resolve_folder(path: &Path) -> Result<PathBuf, LoadError> {
+/// else its `.npy` and `.npz` files, as one checkpoint.
+fn resolve_folder(path: &Path) -> Result<Resolved, LoadError> {
     if !path.is_dir() {
-        return Ok(path.to_path_buf());
+        return Ok(Resolved::File(path.to_path_buf()));
     }
     let io = |source: std::io::Error| LoadError::Io {
         path: path.to_path_buf(),
@@ -417,7 +475,7 @@ fn resolve_folder(path: &Path) -> Result<PathBuf, LoadError> {
     };
     let preferred = path.join(INDEX_FILE_NAME);
     if preferred.is_file() {
-        return Ok(preferred);
+        return Ok(Resolved::File(preferred));
     }
     let mut indexes = Vec::new();
     let mut files = Vec::new();
@@ -441,21 +499,19 @@ fn resolve_folder(path: &Path) -> Result<PathBuf, LoadError> {
     others.sort();
     if indexes.is_empty() && files.is_empty() {
         match others.as_slice() {
-            [one] => return Ok(one.clone()),
+            [one] => return Ok(Resolved::File(one.clone())),
             [] => {}
             many => {
-                return Err(io(std::io::Error::new(
-                    std::io::ErrorKind::InvalidInput,
-                    format!(
-                        "the folder holds {} .npy/.npz files and no .safetensors file; open one of them",
-                        many.len()
-                    ),
-                )));
+                let names = many
+                    .iter()
+                    .filter_map(|p| Some(p.file_name()?.to_string_lossy().into_owned()))
+                    .collect();
+                return Ok(Resolved::Folder(path.to_path_buf(), names));
             }
         }
     }
     match (indexes.as_slice(), files.as_slice()) {
-        ([one], _) | ([], [one]) => Ok(one.clone()),
+        ([one], _) | ([], [one]) => Ok(Resolved::File(one.clone())),
         ([], []) => Err(io(std::io::Error::new(
             std::io::ErrorKind::NotFound,
             "the folder holds no .safetensors file and no shard index",

@@ -54,6 +54,9 @@ fn file_ui(ui: &mut egui::Ui, tab: &Tab) {
                     ui.weak("Kind");
                     ui.label(match ck.kind() {
                         CheckpointKind::Single => "single file".to_owned(),
+                        CheckpointKind::Folder => {
+                            format!("a folder of {} files", ck.shards().len())
+                        }
                         CheckpointKind::Sharded { .. } => {
                             format!("sharded model, {} files", ck.shards().len())
                         }

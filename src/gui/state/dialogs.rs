@@ -218,7 +218,8 @@ impl SaveAsDialog {
     /// checkpoint, keeping its metadata, with its inputs.
     pub fn new(ck: Arc<Checkpoint>, selection: Vec<usize>) -> (Self, SaveAsForm) {
         let stem = match &ck.kind() {
-            CheckpointKind::Single => ck
+            // Beside the file, or beside the folder of files.
+            CheckpointKind::Single | CheckpointKind::Folder => ck
                 .path()
                 .file_stem()
                 .map_or_else(|| "model".into(), |s| s.to_string_lossy().into_owned()),

@@ -8,6 +8,7 @@
 //! checks every refusal must pass, a minimal `.npy` reader and writer.
 
 mod fixtures;
+mod folder;
 mod hostile;
 mod layouts;
 mod refused;

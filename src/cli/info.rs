@@ -102,14 +102,9 @@ pub struct InfoDoc {
     pub quantization: Option<QuantDoc>,
 }
 
-fn metadata_json(m: Option<&std::collections::BTreeMap<String, String>>) -> serde_json::Value {
-    m.map_or(serde_json::Value::Null, |m| {
-        serde_json::Value::Object(
-            m.iter()
-                .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
-                .collect(),
-        )
-    })
+fn metadata_json(file: &tensorscope::format::StoredFile) -> serde_json::Value {
+    file.metadata_values()
+        .map_or(serde_json::Value::Null, serde_json::Value::Object)
 }
 
 impl InfoDoc {
@@ -158,7 +153,7 @@ impl InfoDoc {
                     name: s.name().to_owned(),
                     file_size: s.file().file_size(),
                     header_size: s.file().header().header_size(),
-                    metadata: metadata_json(s.file().header().metadata()),
+                    metadata: metadata_json(s.file()),
                 })
                 .collect()
         };
@@ -168,7 +163,7 @@ impl InfoDoc {
                 (
                     f.file_size(),
                     Some(f.header().header_size()),
-                    metadata_json(f.header().metadata()),
+                    metadata_json(f),
                     None,
                 )
             }

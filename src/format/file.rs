@@ -425,6 +425,17 @@ impl StoredFile {
         }
     }
 
+    /// The file's metadata in its container, as key → JSON value: a
+    /// safetensors file's `__metadata__` (every value a string); `None`
+    /// when the file has none (NumPy files never do).
+    pub fn metadata_values(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
+        self.header.metadata().map(|m| {
+            m.iter()
+                .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+                .collect()
+        })
+    }
+
     /// The tensor's data as an absolute byte range of the file, when it is
     /// stored as is (for `info`'s `data_offsets` of a container without a
     /// data section); `None` for a compressed one.

@@ -315,31 +315,34 @@ impl Checkpoint {
     /// The container in words, for the explorer: `safetensors file`,
     /// `NumPy .npz archive · 3 of 5 members deflated`, ….
     pub fn container_label(&self) -> String {
-        let files = match &self.kind {
-            CheckpointKind::Single => String::new(),
-            CheckpointKind::Sharded { .. } => format!(" · {} shards", self.shards.len()),
-            CheckpointKind::Folder => format!(" · a folder of {} files", self.shards.len()),
-        };
         let Some(first) = self.shards.first() else {
             return String::new();
         };
-        let what = match first.file.numpy() {
-            Some(n) if n.is_archive() => {
-                let total = first.file.header().tensors().len();
-                let deflated = (0..total)
-                    .filter(|&i| {
-                        first
-                            .file
-                            .placement(i)
-                            .is_some_and(|p| p.storage().encoding != Encoding::Plain)
-                    })
-                    .count();
-                format!("NumPy .npz archive · {deflated} of {total} arrays deflated")
+        let label = first.file.kind().label();
+        match &self.kind {
+            CheckpointKind::Sharded { .. } => {
+                format!("{label} files · {} shards", self.shards.len())
             }
-            Some(_) => "NumPy .npy array".to_owned(),
-            None => format!("{} file", first.file.kind().label()),
-        };
-        format!("{what}{files}")
+            CheckpointKind::Folder => {
+                format!("{label} files · a folder of {}", self.shards.len())
+            }
+            CheckpointKind::Single => match first.file.numpy() {
+                Some(n) if n.is_archive() => {
+                    let total = first.file.header().tensors().len();
+                    let deflated = (0..total)
+                        .filter(|&i| {
+                            first
+                                .file
+                                .placement(i)
+                                .is_some_and(|p| p.storage().encoding != Encoding::Plain)
+                        })
+                        .count();
+                    format!("{label} .npz archive · {deflated} of {total} arrays deflated")
+                }
+                Some(_) => format!("{label} .npy array"),
+                None => format!("{label} file"),
+            },
+        }
     }
 
     /// True when reading some tensor's bytes needs [`Checkpoint::fetch`]

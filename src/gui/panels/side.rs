@@ -127,7 +127,11 @@ fn file_ui(ui: &mut egui::Ui, tab: &Tab) {
                 });
             if ck.is_sharded() {
                 ui.add_space(8.0);
-                ui.strong("Shards");
+                ui.strong(if matches!(ck.kind(), CheckpointKind::Folder) {
+                    "Files"
+                } else {
+                    "Shards"
+                });
                 for s in ck.shards() {
                     ui.label(format!(
                         "{}  ·  {} tensors  ·  {}",

@@ -73,6 +73,25 @@ impl Mapping {
         self.map.as_deref().unwrap_or(&[])
     }
 
+    /// Drops this process's hold on the mapped pages: they leave its
+    /// resident set and stay in the page cache, and a later read maps them
+    /// back from there (a minor fault, no disk read). For the maps of
+    /// scratch files, which a long read would otherwise keep resident whole.
+    #[cfg(unix)]
+    pub fn forget_pages(&self) {
+        if let Some(map) = &self.map {
+            // SAFETY: the map is a shared mapping of a file (`map` above),
+            // for which MADV_DONTNEED only unmaps pages: their contents are
+            // the file's, read back from the page cache on the next access,
+            // so no reader, also one reading now, sees other bytes.
+            let _ = unsafe { map.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) };
+        }
+    }
+
+    /// Where pages cannot be let go of, nothing is done.
+    #[cfg(not(unix))]
+    pub fn forget_pages(&self) {}
+
     /// True once a read found the file shorter than when it was mapped: the
     /// bytes read since may be zeros that the file does not hold.
     pub fn changed(&self) -> bool {

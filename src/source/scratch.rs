@@ -28,6 +28,13 @@ const MEMORY_CAP: u64 = 256 << 20;
 /// Bytes of slots kept in memory now.
 static IN_MEMORY: AtomicU64 = AtomicU64::new(0);
 
+/// Slots in files at least this large are paged out of the resident set
+/// while they are read (see [`pager`]).
+const PAGED_BYTES: u64 = 64 << 20;
+
+/// How often the pager lets go of the pages of the slots being read.
+const PAGER_PERIOD: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// Default cap of the scratch files in use at once.
 const DEFAULT_MAX: u64 = 64 << 30;
 
@@ -240,6 +247,9 @@ pub struct Slot {
     dir: Option<PathBuf>,
     backing: std::sync::OnceLock<Backing>,
     state: std::sync::Mutex<SlotState>,
+    /// True while pinned: `state`'s pin count, for the pager, which must
+    /// not take the lock.
+    pinned: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Debug)]
@@ -268,6 +278,9 @@ impl Drop for SlotPin {
         let slot = &self.0;
         let mut state = slot.lock();
         state.pins = state.pins.saturating_sub(1);
+        if state.pins == 0 {
+            slot.pinned.store(false, Ordering::Release);
+        }
         if state.pins == 0
             && let Some(Backing::File { file, .. }) = slot.backing.get()
         {
@@ -289,6 +302,7 @@ impl Slot {
             dir: None,
             backing: std::sync::OnceLock::new(),
             state: std::sync::Mutex::new(SlotState::default()),
+            pinned: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -326,11 +340,12 @@ impl Slot {
             self.fill(&mut state, writer, &io_error)?;
         }
         state.pins += 1;
+        self.pinned.store(true, Ordering::Release);
         Ok(SlotPin(Arc::clone(self)))
     }
 
     fn fill<E>(
-        &self,
+        self: &Arc<Self>,
         state: &mut SlotState,
         writer: impl FnOnce(&mut dyn FnMut(&[u8]) -> io::Result<()>) -> Result<(), E>,
         io_error: &impl Fn(io::Error) -> E,
@@ -389,7 +404,81 @@ impl Slot {
         }
         state.reserved = Some(reserved);
         state.ready = true;
+        if len >= PAGED_BYTES {
+            // Pinned by the caller as soon as this returns.
+            self.pinned.store(true, Ordering::Release);
+            pager::watch(self);
+        }
         Ok(())
+    }
+}
+
+/// While a large slot in a file is read, its pages would stay in the
+/// process's resident set until the slot is given back: a one-pass read of
+/// a 1 GiB tensor would hold 1 GiB. A named thread lets go of them every
+/// [`PAGER_PERIOD`] (`Mapping::forget_pages`: they stay in the page cache
+/// and are mapped back on the next read), so the resident set stays near
+/// what is read in one period, whatever the tensor's size.
+mod pager {
+    use std::sync::atomic::Ordering;
+    use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError, Weak};
+
+    use super::{Backing, PAGER_PERIOD, Slot};
+
+    struct Watched {
+        slots: Mutex<Vec<Weak<Slot>>>,
+        wake: Condvar,
+    }
+
+    fn watched() -> &'static Watched {
+        static WATCHED: OnceLock<Watched> = OnceLock::new();
+        static STARTED: OnceLock<bool> = OnceLock::new();
+        let w = WATCHED.get_or_init(|| Watched {
+            slots: Mutex::new(Vec::new()),
+            wake: Condvar::new(),
+        });
+        STARTED.get_or_init(|| {
+            std::thread::Builder::new()
+                .name("scratch-pager".into())
+                .spawn(run)
+                .is_ok()
+        });
+        w
+    }
+
+    /// Starts letting go of `slot`'s pages while it is pinned.
+    pub(super) fn watch(slot: &Arc<Slot>) {
+        let w = watched();
+        let mut slots = w.slots.lock().unwrap_or_else(PoisonError::into_inner);
+        slots.push(Arc::downgrade(slot));
+        w.wake.notify_one();
+    }
+
+    fn run() {
+        let w = watched();
+        let mut slots = w.slots.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            while slots.is_empty() {
+                slots = w.wake.wait(slots).unwrap_or_else(PoisonError::into_inner);
+            }
+            let (kept, _) = w
+                .wake
+                .wait_timeout(slots, PAGER_PERIOD)
+                .unwrap_or_else(PoisonError::into_inner);
+            slots = kept;
+            slots.retain(|weak| {
+                let Some(slot) = weak.upgrade() else {
+                    return false;
+                };
+                // Read without the slot's lock, which its filler holds
+                // while it hands the slot here.
+                let pinned = slot.pinned.load(Ordering::Acquire);
+                if pinned && let Some(Backing::File { map, .. }) = slot.backing.get() {
+                    map.forget_pages();
+                }
+                pinned
+            });
+        }
     }
 }
 
@@ -478,6 +567,28 @@ mod tests {
         assert!(short.pin(fill_with(1, len - 1), |e| e).is_err());
         assert!(short.pin(fill_with(1, len + 1), |e| e).is_err());
         assert!(!short.is_ready());
+    }
+
+    #[test]
+    fn a_read_slot_keeps_its_bytes_while_the_pager_lets_go_of_its_pages() {
+        let dir = tempfile::tempdir().expect("dir");
+        let len = PAGED_BYTES + 4096;
+        let slot = Arc::new(Slot {
+            dir: Some(dir.path().to_path_buf()),
+            ..Slot::new(len)
+        });
+        let pin = slot.pin(fill_with(7, len), |e| e).expect("filled");
+        // Read across several of the pager's periods: every byte stays.
+        let deadline = std::time::Instant::now() + PAGER_PERIOD * 4;
+        while std::time::Instant::now() < deadline {
+            assert!(slot.bytes().iter().step_by(4096).all(|&b| b == 7));
+        }
+        if let Some(Backing::File { map, .. }) = slot.backing.get() {
+            map.forget_pages();
+        }
+        assert!(slot.bytes().iter().all(|&b| b == 7));
+        drop(pin);
+        assert!(!slot.is_ready());
     }
 
     #[test]

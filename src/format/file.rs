@@ -384,6 +384,7 @@ impl StoredFile {
         &self,
         index: usize,
         cancel: &crate::jobs::CancelToken,
+        progress: Option<&crate::jobs::Progress>,
     ) -> Result<Option<SlotPin>, LoadError> {
         if self.is_in_place(index) {
             return Ok(None);
@@ -408,7 +409,15 @@ impl StoredFile {
             member: self.member(&p.storage().encoding),
         };
         slot.pin(
-            |sink| super::prepare::fill_c_order(&from, info, p, cancel, sink),
+            |sink| {
+                super::prepare::fill_c_order(&from, info, p, cancel, &mut |b| {
+                    sink(b)?;
+                    if let Some(progress) = progress {
+                        progress.add(b.len() as u64);
+                    }
+                    Ok(())
+                })
+            },
             io_error,
         )
         .map(Some)

@@ -23,8 +23,26 @@ impl Checkpoint {
         // Then what is not stored in C order is read from those bytes.
         for &t in tensors {
             if let Some(shard) = self.shards.get(t.shard)
-                && let Some(pin) = shard.file.prepare(t.index, cancel)?
+                && let Some(pin) = shard.file.prepare(t.index, cancel, None)?
             {
+                out.keep(pin);
+            }
+        }
+        Ok(out)
+    }
+
+    /// [`Checkpoint::fetch`] of one tensor, for a view that waits for it:
+    /// the bytes its reading into C order writes are `progress`'s work.
+    pub fn fetch_one(
+        &self,
+        t: TensorRef,
+        cancel: &crate::jobs::CancelToken,
+        progress: &crate::jobs::Progress,
+    ) -> Result<crate::source::Fetched, LoadError> {
+        let mut out = self.fetch_remote(&[t], cancel, progress)?;
+        if let (Some(shard), Some(info)) = (self.shards.get(t.shard), self.info(t)) {
+            progress.set_total(info.nbytes());
+            if let Some(pin) = shard.file.prepare(t.index, cancel, Some(progress))? {
                 out.keep(pin);
             }
         }
@@ -95,7 +113,7 @@ impl Checkpoint {
             // Small by the caller's word: prepared now and copied.
             let pin = shard
                 .file
-                .prepare(t.index, &crate::jobs::CancelToken::default());
+                .prepare(t.index, &crate::jobs::CancelToken::default(), None);
             return match pin {
                 Ok(_pin) => std::borrow::Cow::Owned(self.bytes(t).to_vec()),
                 Err(_) => std::borrow::Cow::Borrowed(&[]),

@@ -124,16 +124,27 @@ pub(super) fn prepare_ui(
     if tensor.prepared.wants(&t) {
         out.push(Command::PrepareTensor(t));
     }
-    match tensor.prepared.outcome(&t) {
-        Some(Err(f)) => {
-            ui.colored_label(ui.visuals().error_fg_color, super::failure_text(f, 400));
-        }
-        _ => {
-            ui.horizontal(|ui| {
-                ui.spinner();
-                ui.label("Reading this tensor in C order (it is stored byte-swapped, strided or compressed)…");
-            });
-        }
+    if let Some(Err(f)) = tensor.prepared.outcome(&t) {
+        ui.colored_label(ui.visuals().error_fg_color, super::failure_text(f, 400));
+        return;
+    }
+    ui.horizontal(|ui| {
+        ui.spinner();
+        ui.label(
+            "Reading this tensor in C order (it is stored byte-swapped, strided or compressed)…",
+        );
+    });
+    if let Some(f) = tensor
+        .prepared
+        .progress()
+        .filter(|_| tensor.prepared.running_key() == Some(&t))
+        .and_then(crate::jobs::Progress::fraction)
+    {
+        ui.add(
+            egui::ProgressBar::new(f)
+                .desired_width(220.0)
+                .show_percentage(),
+        );
     }
 }
 

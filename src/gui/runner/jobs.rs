@@ -79,7 +79,7 @@ impl Runner<'_> {
             return;
         }
         let job = self.spawn("prepare-tensor", move |cancel, progress| {
-            ck.fetch(&[t], cancel, progress).map_err(|e| e.message())
+            ck.fetch_one(t, cancel, progress).map_err(|e| e.message())
         });
         if let Some(tab) = self.active() {
             tab.tensor.prepared.start(t, job);

@@ -18,6 +18,7 @@ mod gather;
 pub mod numpy;
 mod parse;
 mod prepare;
+pub mod pytorch;
 pub mod stored;
 pub mod write;
 pub mod zip;

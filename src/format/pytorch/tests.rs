@@ -1,0 +1,319 @@
+//! The pickle machine on pickles built byte by byte: what torch writes
+//! (protocols 0, 2, 4), every unsafe-global spelling of PICKLE.md §6, and
+//! the bombs and broken streams of §7. None is ever executed: a global is
+//! only ever a name here.
+
+use super::pickle::{PickleError, parse, parse_within};
+use super::unsafe_globals;
+use super::value::Node;
+
+/// `SHORT_BINUNICODE s`.
+fn su(s: &str) -> Vec<u8> {
+    let mut v = vec![0x8c, s.len() as u8];
+    v.extend_from_slice(s.as_bytes());
+    v
+}
+
+fn cat(parts: &[&[u8]]) -> Vec<u8> {
+    parts.concat()
+}
+
+#[test]
+fn a_protocol_2_state_dict_of_ints_reads_as_a_dict() {
+    // {'a': 5, 'b': [1, 2]} as pickle.dumps(protocol=2) writes it.
+    let p =
+        b"\x80\x02}q\x00(X\x01\x00\x00\x00aq\x01K\x05X\x01\x00\x00\x00bq\x02]q\x03(K\x01K\x02eu.";
+    let parsed = parse(p).expect("parses");
+    assert!(parsed.globals.is_empty());
+    assert_eq!(parsed.end, p.len());
+    let g = &parsed.graph;
+    let Some(Node::Dict(pairs)) = g.get(g.root) else {
+        panic!("not a dict: {:?}", g.get(g.root));
+    };
+    assert_eq!(pairs.len(), 2);
+    assert_eq!(g.str_of(pairs[0].0), Some("a"));
+    assert_eq!(g.int_of(pairs[0].1), Some(5));
+    assert_eq!(
+        g.items_of(pairs[1].1)
+            .map(|v| v.iter().filter_map(|&i| g.int_of(i)).collect::<Vec<_>>()),
+        Some(vec![1, 2])
+    );
+}
+
+#[test]
+fn a_protocol_0_pickle_reads_too() {
+    // pickle.dumps({'a': 1, 'f': 0.5, 's': 'x\n'}, protocol=0)
+    let p = b"(dp0\nVa\np1\nI1\nsVf\np2\nF0.5\nsVs\np3\nVx\\u000a\np4\ns.";
+    let parsed = parse(p).expect("parses");
+    let g = &parsed.graph;
+    let Some(Node::Dict(pairs)) = g.get(g.root) else {
+        panic!("not a dict");
+    };
+    assert_eq!(g.int_of(pairs[0].1), Some(1));
+    assert_eq!(g.get(pairs[1].1), Some(&Node::Float(0.5)));
+    assert_eq!(g.str_of(pairs[2].1), Some("x\n"));
+    // Python 2 strings, quoted, with escapes.
+    let p = b"S'it\\'s\\x41\\n'\np0\n.";
+    let parsed = parse(p).expect("parses");
+    assert_eq!(parsed.graph.str_of(parsed.graph.root), Some("it'sA\n"));
+}
+
+#[test]
+fn globals_are_names_and_calls_are_records() {
+    // torch._utils._rebuild_tensor_v2 called with a tuple, then BUILD.
+    let p = b"\x80\x02ctorch._utils\n_rebuild_tensor_v2\nq\x00(K\x01K\x02tq\x01Rq\x02}b.";
+    let parsed = parse(p).expect("parses");
+    assert_eq!(
+        parsed.globals.iter().collect::<Vec<_>>(),
+        ["torch._utils._rebuild_tensor_v2"]
+    );
+    assert!(unsafe_globals(&parsed.globals).is_empty());
+    let g = &parsed.graph;
+    let Some(Node::Call {
+        func, args, state, ..
+    }) = g.get(g.root)
+    else {
+        panic!("not a call");
+    };
+    assert_eq!(
+        g.global_of(*func),
+        Some(("torch._utils", "_rebuild_tensor_v2"))
+    );
+    assert_eq!(g.items_of(*args).map(<[_]>::len), Some(2));
+    assert!(state.is_some());
+}
+
+#[test]
+fn every_unsafe_spelling_is_named_verbatim() {
+    let reduce = |module: &str, name: &str| -> Vec<u8> {
+        cat(&[
+            b"\x80\x02c",
+            module.as_bytes(),
+            b"\n",
+            name.as_bytes(),
+            b"\n",
+            &su("touch PWNED"),
+            b"\x85R.",
+        ])
+    };
+    for (m, n) in [
+        ("posix", "system"),
+        ("os", "system"),
+        ("__builtin__", "eval"),
+        ("__builtin__", "exec"),
+        ("subprocess", "Popen"),
+        ("commands", "Popen"),
+        ("torch.serialization", "save"),
+    ] {
+        let parsed = parse(&reduce(m, n)).expect("parses");
+        assert_eq!(
+            unsafe_globals(&parsed.globals),
+            [format!("{m}.{n}")],
+            "{m}.{n}"
+        );
+    }
+    // getattr(__import__('os'), 'system')('...'): two globals, both named.
+    let p = cat(&[
+        b"\x80\x02c__builtin__\ngetattr\nc__builtin__\n__import__\n",
+        &su("os"),
+        b"\x85R",
+        &su("system"),
+        b"\x86R",
+        &su("id"),
+        b"\x85R.",
+    ]);
+    let parsed = parse(&p).expect("parses");
+    assert_eq!(
+        unsafe_globals(&parsed.globals),
+        ["__builtin__.__import__", "__builtin__.getattr"]
+    );
+    // INST imports and calls in one opcode.
+    let p = b"(S'touch x'\nios\nsystem\n.";
+    let parsed = parse(p).expect("parses");
+    assert_eq!(unsafe_globals(&parsed.globals), ["os.system"]);
+    // STACK_GLOBAL with memoized operands (protocol 4), one of them
+    // fetched back with BINGET.
+    let p = cat(&[
+        b"\x80\x04\x95\x20\x00\x00\x00\x00\x00\x00\x00",
+        &su("posix"),
+        b"\x94",
+        &su("system"),
+        b"\x94h\x00h\x01\x93\x94",
+        &su("id"),
+        b"\x85R.",
+    ]);
+    let parsed = parse(&p).expect("parses");
+    assert_eq!(unsafe_globals(&parsed.globals), ["posix.system"]);
+    // STACK_GLOBAL on operands that are not strings.
+    let p = b"\x80\x04K\x01K\x02\x93.";
+    let parsed = parse(p).expect("parses");
+    assert_eq!(unsafe_globals(&parsed.globals), ["?.?"]);
+}
+
+#[test]
+fn the_globals_seen_before_a_failure_are_kept() {
+    let p = b"\x80\x02cposix\nsystem\n\xff";
+    let failed = parse(p).expect_err("unknown opcode");
+    assert_eq!(failed.error.kind(), "InvalidPickle");
+    assert_eq!(unsafe_globals(&failed.globals), ["posix.system"]);
+}
+
+#[test]
+fn broken_streams_are_invalid_not_a_crash() {
+    for (what, p) in [
+        ("empty", &b""[..]),
+        ("no STOP", b"\x80\x02K\x01"),
+        ("protocol 6", b"\x80\x06N."),
+        ("not opcodes", b"\x80\x02\xfe\xfd\xfc"),
+        ("a length past the end", b"\x80\x02X\xff\xff\xff\x7fab."),
+        (
+            "BINBYTES8 of 2^63",
+            b"\x80\x04\x8e\x00\x00\x00\x00\x00\x00\x00\x80.",
+        ),
+        ("LONG4 of 2^31 - 1 bytes", b"\x80\x02\x8b\xff\xff\xff\x7f."),
+        ("a memo key never set", b"\x80\x02h\x05."),
+        ("an empty stack", b"\x80\x02R."),
+        ("a mark where a value goes", b"\x80\x02(R."),
+        ("an odd dict", b"(K\x01d."),
+        ("a text line with no end", b"cposix"),
+        ("a float that is not one", b"Fabc\n."),
+        ("an out-of-band buffer", b"\x80\x05\x97."),
+    ] {
+        let e = parse(p).expect_err(what);
+        assert!(
+            matches!(e.error, PickleError::Invalid { .. }),
+            "{what}: {:?}",
+            e.error
+        );
+    }
+}
+
+#[test]
+fn integers_of_every_width() {
+    let one = |p: &[u8]| {
+        let parsed = parse(p).expect("parses");
+        parsed.graph.get(parsed.graph.root).cloned()
+    };
+    assert_eq!(one(b"\x80\x02J\xff\xff\xff\xff."), Some(Node::Int(-1)));
+    assert_eq!(one(b"\x80\x02M\xff\xff."), Some(Node::Int(65535)));
+    assert_eq!(one(b"\x80\x02\x8a\x00."), Some(Node::Int(0)));
+    assert_eq!(one(b"\x80\x02\x8a\x02\x00\x80."), Some(Node::Int(-32768)));
+    assert_eq!(
+        one(b"\x80\x02\x8a\x08\xff\xff\xff\xff\xff\xff\xff\x7f."),
+        Some(Node::Int(i64::MAX))
+    );
+    // 2^64 + 3 does not fit: kept as its bytes, for a clean error where a
+    // size must fit.
+    assert!(matches!(
+        one(b"\x80\x02\x8a\x09\x03\x00\x00\x00\x00\x00\x00\x00\x01."),
+        Some(Node::BigInt(_))
+    ));
+    assert_eq!(one(b"I-7\n."), Some(Node::Int(-7)));
+    assert_eq!(one(b"I01\n."), Some(Node::Bool(true)));
+    assert!(matches!(
+        one(b"L123456789012345678901234567890L\n."),
+        Some(Node::BigInt(_))
+    ));
+}
+
+#[test]
+fn deep_nesting_and_shared_objects_stay_linear() {
+    // A list nested 100,000 levels deep, with MARK/LIST: no recursion.
+    let depth = 100_000;
+    let mut p = b"\x80\x02".to_vec();
+    p.extend(std::iter::repeat_n(b'(', depth));
+    p.extend(std::iter::repeat_n(b'l', depth));
+    p.push(b'.');
+    let parsed = parse(&p).expect("parses");
+    assert_eq!(parsed.graph.nodes.len(), depth);
+    // A memo bomb: 14 levels, each a list of 16 references to the level
+    // below (16^14 paths as a tree) is 1 KB of opcodes and 15 nodes.
+    let mut p = b"\x80\x02]q\x00".to_vec();
+    for level in 0..14u8 {
+        p.push(b'(');
+        for _ in 0..16 {
+            p.extend_from_slice(&[b'h', level]);
+        }
+        p.extend_from_slice(&[b'l', b'q', level + 1]);
+    }
+    p.push(b'.');
+    assert!(p.len() < 1024);
+    let parsed = parse(&p).expect("parses");
+    assert_eq!(parsed.graph.nodes.len(), 15);
+    // A DUP bomb: each level a pair of the level below, 2^60 paths as a
+    // tree, in 123 bytes and 61 nodes.
+    let mut p = b"\x80\x02]".to_vec();
+    for _ in 0..60 {
+        p.extend_from_slice(b"2\x86");
+    }
+    p.push(b'.');
+    let parsed = parse(&p).expect("parses");
+    assert_eq!(parsed.graph.nodes.len(), 61);
+}
+
+#[test]
+fn what_a_pickle_builds_is_bounded() {
+    // A list of a million Nones is fine within the default budget, and
+    // too much for a budget of 1 MB.
+    let mut p = b"\x80\x02](".to_vec();
+    p.extend(std::iter::repeat_n(b'N', 1_000_000));
+    p.extend_from_slice(b"e.");
+    assert!(parse(&p).is_ok());
+    let e = parse_within(&p, 1 << 20).expect_err("over the budget");
+    assert_eq!(e.error.kind(), "TooComplex");
+}
+
+#[test]
+fn ordered_dicts_keep_their_items_and_build_is_recorded() {
+    // collections.OrderedDict() filled by SETITEMS, then BUILD with its
+    // _metadata, as torch.save writes a state_dict.
+    let p = cat(&[
+        b"\x80\x02ccollections\nOrderedDict\nq\x00)Rq\x01(",
+        &su("w"),
+        b"K\x07u}q\x02",
+        &su("_metadata"),
+        b"}sb.",
+    ]);
+    let parsed = parse(&p).expect("parses");
+    assert!(unsafe_globals(&parsed.globals).is_empty());
+    let g = &parsed.graph;
+    let Some(Node::Call { items, state, .. }) = g.get(g.root) else {
+        panic!("not a call");
+    };
+    assert_eq!(items.len(), 1);
+    assert_eq!(g.str_of(items[0].0), Some("w"));
+    assert!(state.is_some());
+}
+
+mod never_panics {
+    use proptest::prelude::*;
+
+    use super::super::pickle::parse;
+
+    /// A pickle with every kind of opcode the tests above use.
+    const SEED: &[u8] = b"\x80\x02}q\x00(X\x01\x00\x00\x00aq\x01ctorch._utils\n_rebuild_tensor_v2\nq\x02(K\x01J\xff\xff\xff\xffG?\xe0\x00\x00\x00\x00\x00\x00\x8a\x02\x00\x80tq\x03RX\x01\x00\x00\x00bq\x04]q\x05(h\x01h\x03\x88\x89Ne\x85q\x06u.";
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 2000, failure_persistence: None, .. ProptestConfig::default() })]
+
+        #[test]
+        fn random_bytes(bytes in prop::collection::vec(any::<u8>(), 0..256)) {
+            let mut p = b"\x80\x04".to_vec();
+            p.extend(bytes);
+            let _ = parse(&p);
+        }
+
+        #[test]
+        fn mutations_of_a_checkpoint_pickle(
+            edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..6),
+        ) {
+            assert!(parse(SEED).is_ok());
+            let mut p = SEED.to_vec();
+            for (at, byte) in edits {
+                let i = at.index(p.len());
+                p[i] = byte;
+            }
+            let _ = parse(&p);
+        }
+    }
+}

@@ -181,7 +181,8 @@ impl<'a> Machine<'a> {
     fn node(&mut self, node: Node) -> Step<Id> {
         let payload = match &node {
             Node::Str(s) => s.len(),
-            Node::Bytes(b) | Node::BigInt(b) => b.len(),
+            Node::Bytes(b) => b.len(),
+            Node::BigInt(t) => t.len(),
             Node::List(v) | Node::Tuple(v) | Node::Set(v) => v.len() * 4,
             Node::Dict(v) => v.len() * 8,
             Node::Global { module, name } => module.len() + name.len(),
@@ -606,14 +607,20 @@ impl<'a> Machine<'a> {
         if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
             return self.invalid(format!("{text:?} is not an integer"));
         }
-        Ok(Node::BigInt(t.as_bytes().to_vec()))
+        Ok(Node::BigInt(t.to_owned()))
     }
 
     /// `n` little-endian two's-complement bytes (LONG1, LONG4).
     fn long(&mut self, n: u64) -> Step<Node> {
         let b = self.take(n)?;
+        if b.len() > 16 {
+            return Ok(Node::BigInt(format!("a {}-byte integer", b.len())));
+        }
         if b.len() > 8 {
-            return Ok(Node::BigInt(b.to_vec()));
+            let fill = if b[b.len() - 1] & 0x80 != 0 { 0xff } else { 0 };
+            let mut a = [fill; 16];
+            a[..b.len()].copy_from_slice(b);
+            return Ok(Node::BigInt(i128::from_le_bytes(a).to_string()));
         }
         let Some(&last) = b.last() else {
             return Ok(Node::Int(0));

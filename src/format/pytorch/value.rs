@@ -17,8 +17,9 @@ pub enum Node {
     Bool(bool),
     /// An integer that fits 64 bits.
     Int(i64),
-    /// An integer that does not: its little-endian two's-complement bytes.
-    BigInt(Vec<u8>),
+    /// An integer that does not: its decimal text (or, beyond 128 bits,
+    /// how many bytes it has).
+    BigInt(String),
     /// A float.
     Float(f64),
     /// A text string.

@@ -56,14 +56,14 @@ impl Layout {
     }
 
     /// True when reading it in C order needs no gather: contiguous, or
-    /// strides that are C order's own from element 0 (a dimension of one
-    /// element may carry any stride).
+    /// strides that are C order's own, from any first element (a dimension
+    /// of one element may carry any stride).
     pub fn is_c_order(&self, shape: &[u64]) -> bool {
         match self {
             Layout::Contiguous => true,
-            Layout::Strided { offset, strides } => {
+            Layout::Strided { strides, .. } => {
                 let mut step = 1u64;
-                let mut ok = *offset == 0 || shape.contains(&0);
+                let mut ok = true;
                 for (&d, &s) in shape.iter().zip(strides).rev() {
                     if d > 1 && s != step {
                         ok = false;

@@ -6,6 +6,7 @@
 //! (zip, legacy, index) and the tensors built from the graph come next.
 
 pub mod allowlist;
+pub mod archive;
 pub mod objects;
 pub mod pickle;
 mod text;

@@ -285,6 +285,35 @@ fn ordered_dicts_keep_their_items_and_build_is_recorded() {
     assert!(state.is_some());
 }
 
+/// `_rebuild_tensor_v2(('storage', torch.<class>, key, 'cpu', numel),
+/// offset, size, stride, False, OrderedDict())` as protocol 2 writes it.
+fn tensor(class: &str, key: &str, numel: u8, offset: u8, size: &[u8], stride: &[u8]) -> Vec<u8> {
+    let ints = |v: &[u8]| -> Vec<u8> {
+        let mut out = vec![b'('];
+        for &x in v {
+            out.extend_from_slice(&[b'K', x]);
+        }
+        out.push(b't');
+        out
+    };
+    cat(&[
+        b"ctorch._utils\n_rebuild_tensor_v2\n(",
+        b"(",
+        &su("storage"),
+        b"ctorch\n",
+        class.as_bytes(),
+        b"\n",
+        &su(key),
+        &su("cpu"),
+        &[b'K', numel],
+        b"tQ",
+        &[b'K', offset],
+        &ints(size),
+        &ints(stride),
+        b"\x89ccollections\nOrderedDict\n)RtR",
+    ])
+}
+
 mod never_panics {
     use proptest::prelude::*;
 
@@ -322,44 +351,8 @@ mod objects {
     use super::super::objects::{Contents, contents};
     use super::super::pickle::parse;
     use super::super::unsafe_globals;
-    use super::{cat, su};
+    use super::{cat, su, tensor};
     use crate::dtype::Dtype;
-
-    /// `_rebuild_tensor_v2(('storage', torch.<class>, key, 'cpu', numel),
-    /// offset, size, stride, False, OrderedDict())` as protocol 2 writes it.
-    fn tensor(
-        class: &str,
-        key: &str,
-        numel: u8,
-        offset: u8,
-        size: &[u8],
-        stride: &[u8],
-    ) -> Vec<u8> {
-        let ints = |v: &[u8]| -> Vec<u8> {
-            let mut out = vec![b'('];
-            for &x in v {
-                out.extend_from_slice(&[b'K', x]);
-            }
-            out.push(b't');
-            out
-        };
-        cat(&[
-            b"ctorch._utils\n_rebuild_tensor_v2\n(",
-            b"(",
-            &su("storage"),
-            b"ctorch\n",
-            class.as_bytes(),
-            b"\n",
-            &su(key),
-            &su("cpu"),
-            &[b'K', numel],
-            b"tQ",
-            &[b'K', offset],
-            &ints(size),
-            &ints(stride),
-            b"\x89ccollections\nOrderedDict\n)RtR",
-        ])
-    }
 
     fn read(p: &[u8]) -> Contents {
         let parsed = parse(p).expect("parses");
@@ -525,5 +518,133 @@ mod objects {
         let p = b"\x80\x02]q\x00h\x00a.";
         let c = read(p);
         assert!(c.tensors.is_empty());
+    }
+}
+
+mod archive {
+    use std::io::Write as _;
+
+    use super::super::archive::read;
+    use super::{cat, su, tensor};
+    use crate::format::stored::{ByteOrder, Layout};
+    use crate::format::zip;
+
+    fn torch_zip(entries: &[(&str, Vec<u8>)]) -> Vec<u8> {
+        let mut z = ::zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+        let stored = ::zip::write::SimpleFileOptions::default()
+            .compression_method(::zip::CompressionMethod::Stored);
+        for (name, bytes) in entries {
+            z.start_file(*name, stored).expect("entry");
+            z.write_all(bytes).expect("write");
+        }
+        z.finish().expect("finish").into_inner()
+    }
+
+    /// {'a': 2x3 F32 over storage 0, 'b': a column of it (offset 1,
+    /// stride 3), 'c': 'a' again (tied)}.
+    fn state_dict() -> Vec<u8> {
+        cat(&[
+            b"\x80\x02ccollections\nOrderedDict\n)R(",
+            &su("a"),
+            &tensor("FloatStorage", "0", 6, 0, &[2, 3], &[3, 1]),
+            b"q\x07",
+            &su("b"),
+            &tensor("FloatStorage", "0", 6, 1, &[2], &[3]),
+            &su("c"),
+            b"h\x07u.",
+        ])
+    }
+
+    fn values() -> Vec<u8> {
+        (0..6).flat_map(|i| (i as f32).to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn a_torch_zip_gives_tensors_views_and_tied_weights_over_its_storages() {
+        let file = torch_zip(&[
+            ("archive/data.pkl", state_dict()),
+            ("archive/byteorder", b"little".to_vec()),
+            ("archive/data/0", values()),
+            ("archive/version", b"3\n".to_vec()),
+        ]);
+        let archive = zip::open(&file).expect("zip");
+        let t = read(&file, &archive).expect("read");
+        assert_eq!(t.root, "archive/");
+        assert!(t.unsafe_globals.is_empty());
+        let names: Vec<&str> = t
+            .tensors
+            .iter()
+            .map(crate::format::parse::TensorInfo::name)
+            .collect();
+        assert_eq!(names, ["a", "b", "c"]);
+        let a = &t.placements[0];
+        assert!(a.is_native(&[2, 3]));
+        // In place: the tensor's bytes are the storage entry's.
+        let [b0, e0] = t.tensors[0].data_offsets();
+        assert_eq!(&file[b0 as usize..e0 as usize], values().as_slice());
+        // The column is a strided view of the same storage.
+        let b = &t.placements[1];
+        assert!(!b.is_native(&[2]));
+        assert_eq!(
+            b.layout(),
+            &Layout::Strided {
+                offset: 1,
+                strides: vec![3]
+            }
+        );
+        assert_eq!(b.storage_id(), a.storage_id());
+        assert_eq!(t.placements[2], t.placements[0]);
+    }
+
+    #[test]
+    fn missing_short_and_unsafe_storages_are_clean_errors() {
+        let missing = torch_zip(&[("archive/data.pkl", state_dict())]);
+        let archive = zip::open(&missing).expect("zip");
+        assert_eq!(
+            read(&missing, &archive).expect_err("missing").kind(),
+            "MissingStorage"
+        );
+        let short = torch_zip(&[
+            ("archive/data.pkl", state_dict()),
+            ("archive/data/0", values()[..20].to_vec()),
+        ]);
+        let archive = zip::open(&short).expect("zip");
+        assert_eq!(
+            read(&short, &archive).expect_err("short").kind(),
+            "ViewOutOfBounds"
+        );
+        // A view past its storage's end.
+        let past = cat(&[
+            b"\x80\x02}(",
+            &su("v"),
+            &tensor("FloatStorage", "0", 6, 5, &[2], &[1]),
+            b"u.",
+        ]);
+        let file = torch_zip(&[("archive/data.pkl", past), ("archive/data/0", values())]);
+        let archive = zip::open(&file).expect("zip");
+        assert_eq!(
+            read(&file, &archive).expect_err("past").kind(),
+            "ViewOutOfBounds"
+        );
+        // An unsafe pickle: reported, nothing built.
+        let evil = cat(&[b"\x80\x02cposix\nsystem\n", &su("id"), b"\x85R."]);
+        let file = torch_zip(&[("m/data.pkl", evil)]);
+        let archive = zip::open(&file).expect("zip");
+        let t = read(&file, &archive).expect("reported");
+        assert_eq!(t.unsafe_globals, ["posix.system"]);
+        assert!(t.tensors.is_empty());
+    }
+
+    #[test]
+    fn a_big_endian_zip_says_so() {
+        let file = torch_zip(&[
+            ("archive/data.pkl", state_dict()),
+            ("archive/byteorder", b"big".to_vec()),
+            ("archive/data/0", values()),
+        ]);
+        let archive = zip::open(&file).expect("zip");
+        let t = read(&file, &archive).expect("read");
+        assert_eq!(t.placements[0].byte_order(), ByteOrder::Big);
+        assert!(!t.placements[0].is_native(&[2, 3]));
     }
 }

@@ -215,11 +215,11 @@ pub fn run(args: &DiffArgs, out: &mut Output) -> i32 {
             return EXIT_ERROR;
         }
     };
-    let a = match Checkpoint::open(&args.a) {
+    let a = match Checkpoint::open_readable(&args.a) {
         Ok(c) => c,
         Err(e) => return report_error(out, args.common.json, &e),
     };
-    let b = match Checkpoint::open(&args.b) {
+    let b = match Checkpoint::open_readable(&args.b) {
         Ok(c) => c,
         Err(e) => return report_error(out, args.common.json, &e),
     };

@@ -126,7 +126,7 @@ pub fn run(args: &ExportArgs, out: &mut Output) -> i32 {
     if let Err(e) = ExportFormat::from_path(&args.output) {
         return fail(out, json, &export_error_doc(&e));
     }
-    let ck = match Checkpoint::open(&args.file) {
+    let ck = match Checkpoint::open_readable(&args.file) {
         Ok(ck) => ck,
         Err(e) => return report_error(out, json, &e),
     };

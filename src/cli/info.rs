@@ -100,6 +100,37 @@ pub struct InfoDoc {
     pub warnings: Vec<Warning>,
     /// The quantization (`null` for a plain checkpoint).
     pub quantization: Option<QuantDoc>,
+    /// A PyTorch file's pickle: the globals it names and those outside
+    /// the allowlist (absent for other containers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pickle: Option<PickleDoc>,
+}
+
+/// `info --json`'s `pickle` object.
+#[derive(Debug, Serialize)]
+pub struct PickleDoc {
+    /// Every global named, `module.name` as written, sorted, once each.
+    pub globals: Vec<String>,
+    /// Those outside torch's `weights_only` allowlist.
+    pub unsafe_globals: Vec<String>,
+}
+
+/// The pickles of every file of a checkpoint, as one report.
+fn pickle_doc(ck: &Checkpoint) -> Option<PickleDoc> {
+    let mut globals = std::collections::BTreeSet::new();
+    let mut unsafe_globals = std::collections::BTreeSet::new();
+    let mut any = false;
+    for s in ck.shards() {
+        if let Some(p) = s.file().pickle() {
+            any = true;
+            globals.extend(p.globals.iter().cloned());
+            unsafe_globals.extend(p.unsafe_globals.iter().cloned());
+        }
+    }
+    any.then(|| PickleDoc {
+        globals: globals.into_iter().collect(),
+        unsafe_globals: unsafe_globals.into_iter().collect(),
+    })
 }
 
 fn metadata_json(file: &tensorscope::format::StoredFile) -> serde_json::Value {
@@ -200,6 +231,7 @@ impl InfoDoc {
             shards,
             warnings: ck.warnings().to_vec(),
             quantization: tensorscope::quant::detect(ck).map(|q| QuantDoc::new(ck, &q)),
+            pickle: pickle_doc(ck),
         }
     }
 
@@ -274,6 +306,17 @@ impl InfoDoc {
                 let _ = write!(s, "  {}", display_name(shard));
             }
             s.push('\n');
+        }
+        if let Some(p) = self
+            .pickle
+            .as_ref()
+            .filter(|p| !p.unsafe_globals.is_empty())
+        {
+            let _ = writeln!(
+                s,
+                "unsafe: the pickle would import {} (not executed); its tensors are not read",
+                display_name(&p.unsafe_globals.join(", "))
+            );
         }
         for w in &self.warnings {
             let _ = writeln!(s, "warning: {}", display_name(&w.message));

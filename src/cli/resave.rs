@@ -285,7 +285,7 @@ pub fn run(args: &ResaveArgs, out: &mut Output) -> i32 {
         Ok(o) => o,
         Err(doc) => return fail(out, json, &doc),
     };
-    let ck = match Checkpoint::open(&args.file) {
+    let ck = match Checkpoint::open_readable(&args.file) {
         Ok(ck) => ck,
         Err(e) => return report_error(out, json, &e),
     };

@@ -155,7 +155,7 @@ pub struct StatsDoc<'a> {
 /// read).
 pub fn run(args: &StatsArgs, out: &mut Output) -> i32 {
     let json = args.common.json;
-    let ck = match Checkpoint::open(&args.file) {
+    let ck = match Checkpoint::open_readable(&args.file) {
         Ok(ck) => ck,
         Err(e) => return report_error(out, json, &e),
     };

@@ -31,6 +31,9 @@ pub struct VerdictError {
     /// The rule that was broken, in plain words.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rule: Option<&'static str>,
+    /// For `UnsafePickle`: the globals the pickle would import.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub globals: Vec<String>,
 }
 
 /// The `validate --json` document: the verdict and the warnings.
@@ -76,6 +79,7 @@ impl ValidateDoc {
                     .and_then(tensorscope::format::FormatError::detected_format)
                     .map(tensorscope::format::ForeignFormat::id),
                 rule: format.map(tensorscope::format::FormatError::rule),
+                globals: e.unsafe_globals().to_vec(),
             }),
             warnings: Vec::new(),
         }
@@ -104,6 +108,7 @@ impl ValidateDoc {
 /// the file cannot be read).
 pub fn run(args: &ValidateArgs, out: &mut Output) -> i32 {
     let opened = Checkpoint::open(&args.file).and_then(|ck| {
+        ck.readable()?;
         ck.verify_data(&tensorscope::jobs::CancelToken::default())?;
         Ok(ck)
     });

@@ -23,6 +23,8 @@ pub enum ContainerKind {
     Safetensors,
     /// A NumPy `.npy` file or `.npz` archive.
     Numpy,
+    /// A PyTorch checkpoint (`torch.save`'s zip).
+    Pytorch,
 }
 
 impl ContainerKind {
@@ -31,6 +33,7 @@ impl ContainerKind {
         match self {
             ContainerKind::Safetensors => "safetensors",
             ContainerKind::Numpy => "numpy",
+            ContainerKind::Pytorch => "pytorch",
         }
     }
 
@@ -46,6 +49,7 @@ impl ContainerKind {
         match self {
             ContainerKind::Safetensors => "safetensors",
             ContainerKind::Numpy => "NumPy",
+            ContainerKind::Pytorch => "PyTorch",
         }
     }
 }
@@ -96,6 +100,10 @@ pub struct StoredFile {
     shared: Vec<bool>,
     /// True when every tensor is a C-order, little-endian slice of the file.
     in_place: bool,
+    /// A zip container's directory (PyTorch; an `.npz` keeps its own).
+    zip: Option<super::zip::Archive>,
+    /// What a PyTorch file's pickle says beyond its tensors.
+    pickle: Option<super::pytorch::PickleReport>,
 }
 
 /// The tensor name of a local `.npy` at `path`: its file name less `.npy`.
@@ -241,7 +249,10 @@ impl StoredFile {
                     // numpy's own test of a member's name (case-sensitive).
                     #[allow(clippy::case_sensitive_file_extension_comparisons)]
                     let arrays = members.iter().any(|m| m.name.ends_with(".npy"));
-                    if pytorch || !(arrays || extension.as_deref() == Some("npz")) {
+                    if pytorch {
+                        return Self::torch_file(path, source, archive);
+                    }
+                    if !(arrays || extension.as_deref() == Some("npz")) {
                         return Err(safetensors_error(path));
                     }
                     numpy::open_npz(bytes, Some(archive))
@@ -258,6 +269,42 @@ impl StoredFile {
             }
         };
         Self::numpy_file(path, source, opened)
+    }
+
+    /// A `torch.save` zip read into the model: its tensors, or none and
+    /// the globals it would import when its pickle is unsafe.
+    fn torch_file(
+        path: PathBuf,
+        source: Source,
+        archive: super::zip::Archive,
+    ) -> Result<Self, LoadError> {
+        let read = super::pytorch::archive::read(source.bytes(), &archive).map_err(|error| {
+            LoadError::Pytorch {
+                path: path.clone(),
+                error,
+            }
+        })?;
+        let header = Header::of_container(read.pickle_bytes, read.tensors);
+        let mut file = Self::assemble(
+            path,
+            source,
+            header,
+            ContainerKind::Pytorch,
+            read.placements,
+            None,
+        );
+        file.zip = Some(archive);
+        file.pickle = Some(super::pytorch::PickleReport {
+            globals: read.globals.into_iter().collect(),
+            unsafe_globals: read.unsafe_globals,
+            leaves: read.metadata,
+        });
+        Ok(file)
+    }
+
+    /// What a PyTorch file's pickle says (`None` for other containers).
+    pub fn pickle(&self) -> Option<&super::pytorch::PickleReport> {
+        self.pickle.as_ref()
     }
 
     /// A NumPy file read into the model, or why it is refused.
@@ -323,6 +370,8 @@ impl StoredFile {
             prepared,
             shared,
             in_place,
+            zip: None,
+            pickle: None,
         }
     }
 
@@ -438,6 +487,9 @@ impl StoredFile {
     /// safetensors file's `__metadata__` (every value a string); `None`
     /// when the file has none (NumPy files never do).
     pub fn metadata_values(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
+        if let Some(p) = &self.pickle {
+            return Some(p.leaves.iter().cloned().collect());
+        }
         self.header.metadata().map(|m| {
             m.iter()
                 .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
@@ -499,26 +551,50 @@ impl StoredFile {
         let Encoding::Deflated { member, .. } = encoding else {
             return None;
         };
-        let archive = self.numpy.as_ref()?.archive.as_ref()?;
+        let archive = self.archive()?;
         Some((archive, archive.members().get(*member)?))
     }
 
-    /// Reads every byte of the file's compressed or checksummed members
-    /// (an `.npz`'s), checking each one's length and CRC-32; nothing to do
+    /// The directory of a zip container.
+    fn archive(&self) -> Option<&super::zip::Archive> {
+        self.zip
+            .as_ref()
+            .or_else(|| self.numpy.as_ref()?.archive.as_ref())
+    }
+
+    /// Reads every byte of a zip container's members (an `.npz`'s, a
+    /// torch zip's), checking each one's length and CRC-32; nothing to do
     /// for other files. For `validate`, whose verdict covers the data.
     pub fn verify_members(&self, cancel: &crate::jobs::CancelToken) -> Result<(), LoadError> {
-        if !self.numpy.as_ref().is_some_and(NumpyParts::is_archive) {
-            return Ok(());
-        }
-        let Some(archive) = self.numpy.as_ref().and_then(|n| n.archive.as_ref()) else {
+        let Some(archive) = self.archive() else {
             return Ok(());
         };
         archive
             .verify(self.source.bytes(), cancel)
-            .map_err(|e| LoadError::Numpy {
-                path: self.path.clone(),
-                error: NumpyError::Zip(e),
+            .map_err(|e| match self.kind {
+                ContainerKind::Pytorch => LoadError::Pytorch {
+                    path: self.path.clone(),
+                    error: super::pytorch::archive::TorchError::Zip(e),
+                },
+                _ => LoadError::Numpy {
+                    path: self.path.clone(),
+                    error: NumpyError::Zip(e),
+                },
             })
+    }
+
+    /// The refusal of a file no verb may read: a PyTorch file whose pickle
+    /// would import globals outside the allowlist.
+    pub fn readable(&self) -> Result<(), LoadError> {
+        match &self.pickle {
+            Some(p) if !p.unsafe_globals.is_empty() => Err(LoadError::Pytorch {
+                path: self.path.clone(),
+                error: super::pytorch::archive::TorchError::Unsafe {
+                    globals: p.unsafe_globals.clone(),
+                },
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// Where the bytes come from: a local map or a remote file.

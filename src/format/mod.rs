@@ -116,6 +116,13 @@ pub enum LoadError {
         /// Which rule it breaks, with the evidence.
         error: numpy::NumpyError,
     },
+    /// A PyTorch file that is refused or unsafe (PICKLE.md).
+    Pytorch {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, or the globals it would import.
+        error: pytorch::archive::TorchError,
+    },
     /// A remote file could not be read (HTTP, the cache), or changed on
     /// the server.
     Remote {
@@ -148,6 +155,7 @@ impl LoadError {
             LoadError::IndexMismatch { .. } => "IndexMismatch",
             LoadError::Changed { .. } => "Changed",
             LoadError::Numpy { error, .. } => error.kind(),
+            LoadError::Pytorch { error, .. } => error.kind(),
             LoadError::Remote { error, .. } => error.kind(),
         }
     }
@@ -173,6 +181,7 @@ impl LoadError {
             | LoadError::IndexMismatch { path, .. }
             | LoadError::Changed { path, .. }
             | LoadError::Numpy { path, .. }
+            | LoadError::Pytorch { path, .. }
             | LoadError::Remote { path, .. } => path,
         }
     }
@@ -193,6 +202,17 @@ impl LoadError {
                 error.member().map(|m| m.strip_suffix(".npy").unwrap_or(m))
             }
             other => other.format_error().and_then(FormatError::tensor),
+        }
+    }
+
+    /// The globals an unsafe pickle would import (empty otherwise).
+    pub fn unsafe_globals(&self) -> &[String] {
+        match self {
+            LoadError::Pytorch {
+                error: pytorch::archive::TorchError::Unsafe { globals },
+                ..
+            } => globals,
+            _ => &[],
         }
     }
 
@@ -267,6 +287,7 @@ impl LoadError {
             ),
             LoadError::Remote { error, .. } => error.message().to_owned(),
             LoadError::Numpy { error, .. } => error.to_string(),
+            LoadError::Pytorch { error, .. } => error.to_string(),
             LoadError::Changed { was, now, .. } => {
                 format!(
                     "the file changed while being read: it is now {now} bytes, {was} were expected; reopen it"

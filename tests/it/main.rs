@@ -13,6 +13,7 @@ mod kinds;
 mod numpy;
 mod oracle;
 mod props;
+mod pytorch;
 mod quant;
 mod quant_oracle;
 mod remote;

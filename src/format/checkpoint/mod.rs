@@ -312,6 +312,20 @@ impl Checkpoint {
         }
     }
 
+    /// The globals outside the allowlist that the pickles of its files
+    /// would import (a PyTorch file that no verb reads), sorted.
+    pub fn unsafe_globals(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .shards
+            .iter()
+            .filter_map(|s| s.file.pickle())
+            .flat_map(|p| p.unsafe_globals.iter().cloned())
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
     /// The container in words, for the explorer: `safetensors file`,
     /// `NumPy .npz archive · 3 of 5 members deflated`, ….
     pub fn container_label(&self) -> String {

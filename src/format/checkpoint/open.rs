@@ -96,6 +96,14 @@ impl Checkpoint {
         ))
     }
 
+    /// [`Checkpoint::open`], refusing a checkpoint no verb may read (a
+    /// PyTorch file whose pickle is unsafe): what the readers call.
+    pub fn open_readable(path: &Path) -> Result<Self, LoadError> {
+        let ck = Self::open(path)?;
+        ck.readable()?;
+        Ok(ck)
+    }
+
     /// A checkpoint of one file.
     fn single(path: PathBuf, file: StoredFile) -> Self {
         let name = path

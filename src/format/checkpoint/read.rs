@@ -222,6 +222,12 @@ impl Checkpoint {
             .try_for_each(|s| s.file.verify_members(cancel))
     }
 
+    /// Refuses a checkpoint no verb may read (a PyTorch file whose pickle
+    /// is unsafe); `info` and `validate` report it instead.
+    pub fn readable(&self) -> Result<(), LoadError> {
+        self.shards.iter().try_for_each(|s| s.file.readable())
+    }
+
     /// [`Checkpoint::check_unchanged`] for every file of the checkpoint.
     pub fn check_all_unchanged(&self) -> Result<(), LoadError> {
         self.shards

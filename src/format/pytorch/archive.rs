@@ -21,6 +21,16 @@ const MAX_PICKLE_BYTES: u64 = 256 << 20;
 /// Why a torch zip cannot be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TorchError {
+    /// The pickle names globals outside the allowlist: nothing of it is
+    /// built, and no verb reads it.
+    #[error(
+        "the pickle would import {} (not executed); the file is not read",
+        globals.join(", ")
+    )]
+    Unsafe {
+        /// The globals outside the allowlist.
+        globals: Vec<String>,
+    },
     /// The archive or one of its entries cannot be read.
     #[error("{0}")]
     Zip(ZipError),
@@ -58,6 +68,7 @@ impl TorchError {
     /// A stable kind for JSON output (PICKLE.md §8).
     pub fn kind(&self) -> &'static str {
         match self {
+            TorchError::Unsafe { .. } => "UnsafePickle",
             TorchError::Zip(_) | TorchError::Layout(_) => "InvalidZip",
             TorchError::Pickle(e) => e.kind(),
             TorchError::Object(e) => e.kind(),
@@ -72,6 +83,8 @@ impl TorchError {
 pub struct TorchZip {
     /// The root folder of its entries (`archive`, `pytorch_model`, …).
     pub root: String,
+    /// Bytes of its `data.pkl`.
+    pub pickle_bytes: u64,
     /// Every global its pickle names, sorted.
     pub globals: BTreeSet<String>,
     /// Those outside the allowlist: when any, nothing below is built.
@@ -127,6 +140,7 @@ pub fn read(bytes: &[u8], archive: &Archive) -> Result<TorchZip, TorchError> {
     let unsafe_globals = super::unsafe_globals(&parsed.globals);
     let mut out = TorchZip {
         root: root.clone(),
+        pickle_bytes: pickle_bytes.len() as u64,
         globals: parsed.globals,
         unsafe_globals,
         tensors: Vec::new(),

@@ -12,6 +12,18 @@ pub mod pickle;
 mod text;
 pub mod value;
 
+/// What a torch file's pickle says beyond its tensors: the globals it
+/// names, those outside the allowlist, and its non-tensor leaves.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PickleReport {
+    /// Every global named, `module.name` as written, sorted.
+    pub globals: Vec<String>,
+    /// Those not allowlisted: when any, the file is unsafe and not read.
+    pub unsafe_globals: Vec<String>,
+    /// The non-tensor leaves: path → JSON value.
+    pub leaves: Vec<(String, serde_json::Value)>,
+}
+
 /// The globals of `globals` (`module.name`) that are not allowlisted,
 /// sorted: what makes a file unsafe.
 pub fn unsafe_globals<'a>(globals: impl IntoIterator<Item = &'a String>) -> Vec<String> {

@@ -50,6 +50,7 @@ pub fn overview_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &mut
             )
             .on_hover_text(format!("{} parameters, {} bytes", ov.parameters, all.bytes));
             ui.weak(ck.container_label());
+            unsafe_banner_ui(ui, ck);
             let packed = ov.parameters != all.parameters;
             if let Some(q) = loaded.quant.as_deref() {
                 ui.label(format!(
@@ -227,6 +228,25 @@ fn dtype_bars_ui(
                 ui.end_row();
             }
         });
+}
+
+/// A PyTorch file whose pickle would import globals outside torch's
+/// allowlist: which ones, and that nothing ran and nothing was read.
+fn unsafe_banner_ui(ui: &mut egui::Ui, ck: &crate::format::Checkpoint) {
+    let unsafe_globals = ck.unsafe_globals();
+    if unsafe_globals.is_empty() {
+        return;
+    }
+    ui.colored_label(
+        ui.visuals().error_fg_color,
+        safe_text(
+            &format!(
+                "⚠ Unsafe pickle: it would import {} (not executed). Its tensors are not read; only torch's weights_only globals are.",
+                unsafe_globals.join(", ")
+            ),
+            1000,
+        ),
+    );
 }
 
 /// The architecture's figures and the checks against the tensors.

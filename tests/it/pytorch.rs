@@ -1,0 +1,188 @@
+//! `torch.save` zips through the command line, built here byte by byte
+//! (protocol 2, as torch writes): tensors with views and tied weights read
+//! by every verb; an unsafe pickle reported by `info` and `validate` and
+//! refused by the readers, with nothing executed.
+
+use std::io::Write as _;
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+/// `SHORT_BINUNICODE s`.
+fn su(s: &str) -> Vec<u8> {
+    let mut v = vec![0x8c, s.len() as u8];
+    v.extend_from_slice(s.as_bytes());
+    v
+}
+
+/// `_rebuild_tensor_v2(('storage', torch.FloatStorage, key, 'cpu', numel),
+/// offset, size, stride, False, OrderedDict())`.
+fn tensor(key: &str, numel: u8, offset: u8, size: &[u8], stride: &[u8]) -> Vec<u8> {
+    let ints = |v: &[u8]| -> Vec<u8> {
+        let mut out = vec![b'('];
+        for &x in v {
+            out.extend_from_slice(&[b'K', x]);
+        }
+        out.push(b't');
+        out
+    };
+    [
+        &b"ctorch._utils\n_rebuild_tensor_v2\n(("[..],
+        &su("storage"),
+        b"ctorch\nFloatStorage\n",
+        &su(key),
+        &su("cpu"),
+        &[b'K', numel],
+        b"tQ",
+        &[b'K', offset],
+        &ints(size),
+        &ints(stride),
+        b"\x89ccollections\nOrderedDict\n)RtR",
+    ]
+    .concat()
+}
+
+fn torch_zip(entries: &[(&str, Vec<u8>)]) -> Vec<u8> {
+    let mut z = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let stored =
+        zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    for (name, bytes) in entries {
+        z.start_file(*name, stored).expect("entry");
+        z.write_all(bytes).expect("write");
+    }
+    z.finish().expect("finish").into_inner()
+}
+
+fn run(cwd: &Path, args: &[&str]) -> (i32, Value) {
+    let out = Command::new(env!("CARGO_BIN_EXE_tensorscope"))
+        .args(args)
+        .arg("--json")
+        .current_dir(cwd)
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let doc = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{args:?}: not one JSON document ({e}): {stderr}"));
+    (out.status.code().unwrap_or(-1), doc)
+}
+
+#[test]
+fn a_torch_zip_is_read_by_every_verb() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // {'a': 2x3 F32 0..5, 'b': its column 1 (a view), 'c': 'a' (tied)}.
+    let pickle = [
+        &b"\x80\x02ccollections\nOrderedDict\n)R("[..],
+        &su("a"),
+        &tensor("0", 6, 0, &[2, 3], &[3, 1]),
+        b"q\x07",
+        &su("b"),
+        &tensor("0", 6, 1, &[2], &[3]),
+        &su("c"),
+        b"h\x07u.",
+    ]
+    .concat();
+    let values: Vec<u8> = (0..6).flat_map(|i| (i as f32).to_le_bytes()).collect();
+    let file = dir.path().join("pytorch_model.bin");
+    std::fs::write(
+        &file,
+        torch_zip(&[
+            ("archive/data.pkl", pickle),
+            ("archive/byteorder", b"little".to_vec()),
+            ("archive/data/0", values),
+            ("archive/version", b"3\n".to_vec()),
+        ]),
+    )
+    .expect("write");
+    let path = file.to_str().expect("utf-8");
+    let (code, info) = run(dir.path(), &["info", path]);
+    assert_eq!(code, 0, "{info}");
+    assert_eq!(info["format"], "pytorch");
+    assert_eq!(info["pickle"]["unsafe_globals"], serde_json::json!([]));
+    assert_eq!(
+        info["pickle"]["globals"],
+        serde_json::json!([
+            "collections.OrderedDict",
+            "torch.FloatStorage",
+            "torch._utils._rebuild_tensor_v2"
+        ])
+    );
+    let tensors = info["tensors"].as_array().expect("tensors");
+    let names: Vec<&str> = tensors.iter().filter_map(|t| t["name"].as_str()).collect();
+    assert_eq!(names, ["a", "b", "c"]);
+    assert_eq!(tensors[1]["strides"], serde_json::json!([3]));
+    assert_eq!(tensors[0]["storage"], tensors[2]["storage"]);
+    let (code, verdict) = run(dir.path(), &["validate", path]);
+    assert_eq!(
+        (code, &verdict["valid"]),
+        (0, &Value::Bool(true)),
+        "{verdict}"
+    );
+    let (code, stats) = run(dir.path(), &["stats", path]);
+    assert_eq!(code, 0, "{stats}");
+    let b = &stats["tensors"][1];
+    assert_eq!(
+        (&b["name"], &b["min"], &b["max"]),
+        (&"b".into(), &1.0.into(), &4.0.into())
+    );
+    // Resaved: tied weights under both names; diff finds it identical.
+    let out = dir.path().join("model.safetensors");
+    let (code, r) = run(
+        dir.path(),
+        &["resave", path, "-o", out.to_str().expect("utf-8")],
+    );
+    assert_eq!(code, 0, "{r}");
+    let bytes = std::fs::read(&out).expect("resaved");
+    let st = safetensors::SafeTensors::deserialize(&bytes).expect("official reader");
+    let col: Vec<u8> = [1.0f32, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+    assert_eq!(st.tensor("b").expect("b").data(), col.as_slice());
+    assert_eq!(
+        st.tensor("c").expect("c").data(),
+        st.tensor("a").expect("a").data()
+    );
+    let (code, diffed) = run(dir.path(), &["diff", path, out.to_str().expect("utf-8")]);
+    assert_eq!(code, 0, "{diffed}");
+}
+
+#[test]
+fn an_unsafe_pickle_is_reported_and_never_read() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).expect("work");
+    let evil = [
+        &b"\x80\x02cposix\nsystem\n"[..],
+        &su("touch PWNED"),
+        b"\x85R.",
+    ]
+    .concat();
+    let file = dir.path().join("weights.pt");
+    std::fs::write(&file, torch_zip(&[("m/data.pkl", evil)])).expect("write");
+    let path = file.to_str().expect("utf-8");
+    let (code, info) = run(&work, &["info", path]);
+    assert!(code == 0 || code == 1, "{info}");
+    assert_eq!(
+        info["pickle"]["unsafe_globals"],
+        serde_json::json!(["posix.system"])
+    );
+    let (code, verdict) = run(&work, &["validate", path]);
+    assert_eq!(code, 1, "{verdict}");
+    assert_eq!(verdict["valid"], false);
+    assert_eq!(verdict["error"]["kind"], "UnsafePickle");
+    assert_eq!(
+        verdict["error"]["globals"],
+        serde_json::json!(["posix.system"])
+    );
+    for args in [
+        vec!["stats", path],
+        vec!["export", path, "x", "-o", "x.npy"],
+        vec!["resave", path, "-o", "x.safetensors"],
+        vec!["diff", path, path],
+    ] {
+        let (code, doc) = run(&work, &args);
+        assert_eq!(code, 2, "{args:?}: {doc}");
+        assert_eq!(doc["error"]["kind"], "UnsafePickle", "{args:?}");
+    }
+    let left: Vec<_> = std::fs::read_dir(&work).expect("list").collect();
+    assert!(left.is_empty(), "{left:?}");
+}

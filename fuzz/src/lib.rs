@@ -104,7 +104,8 @@ pub fn readers(dir: &Path, data: &[u8]) {
 }
 
 /// `numpy`: the input written as a `.npy` and as an `.npz` (the name only
-/// chooses which error a file that is neither gets), opened, and, when its
+/// chooses which error a file that is neither gets; the content chooses the
+/// container, so its seeds hold torch zips too), opened, and, when its
 /// tensors are small, scanned, diffed against itself and its first tensor
 /// exported and re-saved: byte-swapped, strided and deflated tensors are
 /// read through scratch space.

@@ -237,6 +237,10 @@ impl StoredFile {
             .extension()
             .and_then(|e| e.to_str())
             .map(str::to_ascii_lowercase);
+        if bytes.starts_with(super::pytorch::legacy::MAGIC) {
+            let read = super::pytorch::legacy::read(bytes);
+            return Self::torch_file(path, source, read, None);
+        }
         let opened = if bytes.starts_with(numpy::header::MAGIC) {
             numpy::open_npy(bytes, npy_name(&path))
         } else if bytes.starts_with(b"PK\x03\x04") || bytes.starts_with(b"PK\x05\x06") {
@@ -250,7 +254,8 @@ impl StoredFile {
                     #[allow(clippy::case_sensitive_file_extension_comparisons)]
                     let arrays = members.iter().any(|m| m.name.ends_with(".npy"));
                     if pytorch {
-                        return Self::torch_file(path, source, archive);
+                        let read = super::pytorch::archive::read(source.bytes(), &archive);
+                        return Self::torch_file(path, source, read, Some(archive));
                     }
                     if !(arrays || extension.as_deref() == Some("npz")) {
                         return Err(safetensors_error(path));
@@ -271,18 +276,18 @@ impl StoredFile {
         Self::numpy_file(path, source, opened)
     }
 
-    /// A `torch.save` zip read into the model: its tensors, or none and
-    /// the globals it would import when its pickle is unsafe.
+    /// A `torch.save` file (a zip with its directory, or a legacy file)
+    /// read into the model: its tensors, or none and the globals it would
+    /// import when its pickle is unsafe.
     fn torch_file(
         path: PathBuf,
         source: Source,
-        archive: super::zip::Archive,
+        read: Result<super::pytorch::archive::TorchZip, super::pytorch::archive::TorchError>,
+        archive: Option<super::zip::Archive>,
     ) -> Result<Self, LoadError> {
-        let read = super::pytorch::archive::read(source.bytes(), &archive).map_err(|error| {
-            LoadError::Pytorch {
-                path: path.clone(),
-                error,
-            }
+        let read = read.map_err(|error| LoadError::Pytorch {
+            path: path.clone(),
+            error,
         })?;
         let header = Header::of_container(read.pickle_bytes, read.tensors);
         let mut file = Self::assemble(
@@ -293,7 +298,7 @@ impl StoredFile {
             read.placements,
             None,
         );
-        file.zip = Some(archive);
+        file.zip = archive;
         file.pickle = Some(super::pytorch::PickleReport {
             globals: read.globals.into_iter().collect(),
             unsafe_globals: read.unsafe_globals,

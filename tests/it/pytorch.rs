@@ -186,3 +186,113 @@ fn an_unsafe_pickle_is_reported_and_never_read() {
     let left: Vec<_> = std::fs::read_dir(&work).expect("list").collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// A legacy `torch.save` file: the five pickles, then each storage's
+/// element count and elements. `object` is pickle 4, `keys` pickle 5.
+fn legacy(little_endian: bool, object: &[u8], keys: &[u8], storages: &[(u64, Vec<u8>)]) -> Vec<u8> {
+    let mut out = b"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19.".to_vec();
+    out.extend_from_slice(b"\x80\x02M\xe9\x03.");
+    out.extend(
+        [
+            &b"\x80\x02}("[..],
+            &su("protocol_version"),
+            b"M\xe9\x03",
+            &su("little_endian"),
+        ]
+        .concat(),
+    );
+    out.push(if little_endian { 0x88 } else { 0x89 });
+    out.extend(su("type_sizes"));
+    out.extend_from_slice(b"}u.");
+    out.extend_from_slice(object);
+    out.extend_from_slice(keys);
+    for (count, data) in storages {
+        out.extend_from_slice(&count.to_le_bytes());
+        out.extend_from_slice(data);
+    }
+    out
+}
+
+/// `{'a': 2x3 F32, 'b': its column 1}` with the legacy six-field ids.
+fn legacy_object() -> Vec<u8> {
+    let t = |offset: u8, size: &[u8], stride: &[u8]| {
+        // The five-field id of `tensor`, with `None` (view_metadata) added.
+        let five = tensor("0", 6, offset, size, stride);
+        let at = five
+            .windows(2)
+            .position(|w| w == b"tQ")
+            .expect("the persistent id");
+        [&five[..at], b"N", &five[at..]].concat()
+    };
+    [
+        &b"\x80\x02}("[..],
+        &su("a"),
+        &t(0, &[2, 3], &[3, 1]),
+        &su("b"),
+        &t(1, &[2], &[3]),
+        b"u.",
+    ]
+    .concat()
+}
+
+#[test]
+fn a_legacy_torch_file_is_read_in_both_byte_orders() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let keys = [&b"\x80\x02]("[..], &su("0"), b"e."].concat();
+    let le: Vec<u8> = (0..6).flat_map(|i| (i as f32).to_le_bytes()).collect();
+    let be: Vec<u8> = (0..6).flat_map(|i| (i as f32).to_be_bytes()).collect();
+    for (name, little, data) in [("le.pt", true, le), ("be.pt", false, be)] {
+        let file = dir.path().join(name);
+        std::fs::write(&file, legacy(little, &legacy_object(), &keys, &[(6, data)]))
+            .expect("write");
+        let path = file.to_str().expect("utf-8");
+        let (code, info) = run(dir.path(), &["info", path]);
+        assert_eq!(code, 0, "{name}: {info}");
+        assert_eq!(info["format"], "pytorch");
+        assert_eq!(info["tensors"][1]["shape"], serde_json::json!([2]));
+        let (code, stats) = run(dir.path(), &["stats", path]);
+        assert_eq!(code, 0, "{name}: {stats}");
+        let column = &stats["tensors"][1];
+        assert_eq!(
+            (&column["min"], &column["max"]),
+            (&1.0.into(), &4.0.into()),
+            "{name}: {stats}"
+        );
+        let out = dir.path().join(format!("{name}.safetensors"));
+        let out_text = out.to_str().expect("utf-8");
+        let (code, resaved) = run(dir.path(), &["resave", path, "-o", out_text]);
+        assert_eq!(code, 0, "{name}: {resaved}");
+        let (code, diffed) = run(dir.path(), &["diff", path, out_text]);
+        assert_eq!(code, 0, "{name}: {diffed}");
+    }
+}
+
+#[test]
+fn a_legacy_file_hides_nothing_and_states_no_size_it_cannot_hold() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // The payload in the storage-key list, after a clean object.
+    let evil_keys = [&b"\x80\x02](cposix\nsystem\n"[..], &su("id"), b"\x85Re."].concat();
+    let file = dir.path().join("evil.pt");
+    std::fs::write(&file, legacy(true, &legacy_object(), &evil_keys, &[])).expect("write");
+    let path = file.to_str().expect("utf-8");
+    let (code, verdict) = run(dir.path(), &["validate", path]);
+    assert_eq!(code, 1, "{verdict}");
+    assert_eq!(
+        verdict["error"]["globals"],
+        serde_json::json!(["posix.system"])
+    );
+    // A storage whose count says 2^61 elements.
+    let keys = [&b"\x80\x02]("[..], &su("0"), b"e."].concat();
+    let file = dir.path().join("huge.pt");
+    std::fs::write(
+        &file,
+        legacy(true, &legacy_object(), &keys, &[(1 << 61, vec![0; 24])]),
+    )
+    .expect("write");
+    let path = file.to_str().expect("utf-8");
+    for verb in ["info", "stats"] {
+        let (code, doc) = run(dir.path(), &[verb, path]);
+        assert_eq!(code, 2, "{verb}: {doc}");
+        assert_eq!(doc["error"]["kind"], "ViewOutOfBounds", "{doc}");
+    }
+}

@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use super::objects::{self, ObjectError};
+use super::objects::{self, ObjectError, TensorDesc};
 use super::pickle;
 use crate::format::parse::TensorInfo;
 use crate::format::stored::{ByteOrder, Encoding, Layout, Placement, Storage};
@@ -97,6 +97,59 @@ pub struct TorchZip {
     pub metadata: Vec<(String, serde_json::Value)>,
 }
 
+/// The model's entries and placements of `tensors`, each over the storage
+/// `storage_of` finds for it (one id a storage: tied weights share it),
+/// checked: the storage holds the elements its persistent id declares, and
+/// the view reaches none past them.
+pub(super) fn placements(
+    tensors: Vec<TensorDesc>,
+    byte_order: ByteOrder,
+    storage_of: impl Fn(&TensorDesc) -> Result<Storage, TorchError>,
+) -> Result<(Vec<TensorInfo>, Vec<Placement>), TorchError> {
+    let mut ids: HashMap<String, usize> = HashMap::new();
+    let mut infos = Vec::with_capacity(tensors.len());
+    let mut out = Vec::with_capacity(tensors.len());
+    for t in tensors {
+        let storage = storage_of(&t)?;
+        let next = ids.len();
+        let storage_id = *ids.entry(t.storage.clone()).or_insert(next);
+        let element = u64::from(t.dtype.bits() / 8).max(1);
+        let declared = t.storage_numel.saturating_mul(element);
+        if declared > storage.len {
+            return Err(TorchError::ViewOutOfBounds {
+                tensor: t.name,
+                message: format!(
+                    "its storage {:?} declares {} elements ({declared} bytes) but holds {} bytes",
+                    t.storage, t.storage_numel, storage.len
+                ),
+            });
+        }
+        let layout = Layout::Strided {
+            offset: t.offset,
+            strides: t.strides.clone(),
+        };
+        let placement = Placement::new(t.dtype, &t.shape, byte_order, layout, storage, storage_id)
+            .map_err(|message| TorchError::ViewOutOfBounds {
+                tensor: t.name.clone(),
+                message,
+            })?;
+        let overflow = || TorchError::ViewOutOfBounds {
+            tensor: t.name.clone(),
+            message: format!("its shape {:?} overflows 64 bits", t.shape),
+        };
+        let nbytes = t.dtype.byte_len(&t.shape).ok_or_else(overflow)?;
+        // Read in place, its bytes are where its view starts.
+        let begin = placement
+            .native_range(&t.shape, nbytes)
+            .map_or(0, |r| r.start);
+        let info = TensorInfo::new(t.name.clone(), t.dtype, t.shape.clone(), begin)
+            .ok_or_else(overflow)?;
+        infos.push(info);
+        out.push(placement);
+    }
+    Ok((infos, out))
+}
+
 /// Reads the torch zip whose whole file is `bytes` and whose directory is
 /// `archive`.
 pub fn read(bytes: &[u8], archive: &Archive) -> Result<TorchZip, TorchError> {
@@ -152,27 +205,35 @@ pub fn read(bytes: &[u8], archive: &Archive) -> Result<TorchZip, TorchError> {
     }
     let contents = objects::contents(&parsed.graph).map_err(TorchError::Object)?;
     out.metadata = contents.metadata;
-    let mut ids: HashMap<String, usize> = HashMap::new();
-    for t in contents.tensors {
+    let (tensors, placements) = placements(contents.tensors, byte_order, |t| {
         let entry = format!("{root}data/{}", t.storage);
         let Some(m) = by_name.get(entry.as_str()) else {
             return Err(TorchError::MissingStorage {
-                tensor: t.name,
-                key: t.storage,
+                tensor: t.name.clone(),
+                key: t.storage.clone(),
                 entry,
             });
         };
-        let next = ids.len();
-        let storage_id = *ids.entry(t.storage.clone()).or_insert(next);
-        let storage = if m.stored {
-            Storage {
+        if m.stored {
+            let storage = Storage {
                 file_range: m.data_start..m.data_start.saturating_add(m.size),
                 skip: 0,
                 len: m.size,
                 encoding: Encoding::Plain,
+            };
+            if storage.file_range.end > bytes.len() as u64 {
+                return Err(TorchError::ViewOutOfBounds {
+                    tensor: t.name.clone(),
+                    message: format!(
+                        "its storage entry {entry:?} ends at byte {} of a {}-byte file",
+                        storage.file_range.end,
+                        bytes.len()
+                    ),
+                });
             }
+            Ok(storage)
         } else {
-            Storage {
+            Ok(Storage {
                 file_range: m.data_start..m.data_start.saturating_add(m.compressed_size),
                 skip: 0,
                 len: m.size,
@@ -180,51 +241,10 @@ pub fn read(bytes: &[u8], archive: &Archive) -> Result<TorchZip, TorchError> {
                     member: m.index,
                     declared_size: m.size,
                 },
-            }
-        };
-        if m.stored && storage.file_range.end > bytes.len() as u64 {
-            return Err(TorchError::ViewOutOfBounds {
-                tensor: t.name,
-                message: format!(
-                    "its storage entry {entry:?} ends at byte {} of a {}-byte file",
-                    storage.file_range.end,
-                    bytes.len()
-                ),
-            });
+            })
         }
-        let element = u64::from(t.dtype.bits() / 8).max(1);
-        let declared = t.storage_numel.saturating_mul(element);
-        if declared > m.size {
-            return Err(TorchError::ViewOutOfBounds {
-                tensor: t.name,
-                message: format!(
-                    "its storage {:?} declares {} elements ({declared} bytes) but its entry holds {} bytes",
-                    t.storage, t.storage_numel, m.size
-                ),
-            });
-        }
-        let layout = Layout::Strided {
-            offset: t.offset,
-            strides: t.strides.clone(),
-        };
-        let placement = Placement::new(t.dtype, &t.shape, byte_order, layout, storage, storage_id)
-            .map_err(|message| TorchError::ViewOutOfBounds {
-                tensor: t.name.clone(),
-                message,
-            })?;
-        let overflow = || TorchError::ViewOutOfBounds {
-            tensor: t.name.clone(),
-            message: format!("its shape {:?} overflows 64 bits", t.shape),
-        };
-        let nbytes = t.dtype.byte_len(&t.shape).ok_or_else(overflow)?;
-        // Read in place, its bytes are where its view starts.
-        let begin = placement
-            .native_range(&t.shape, nbytes)
-            .map_or(0, |r| r.start);
-        let info = TensorInfo::new(t.name.clone(), t.dtype, t.shape.clone(), begin)
-            .ok_or_else(overflow)?;
-        out.tensors.push(info);
-        out.placements.push(placement);
-    }
+    })?;
+    out.tensors = tensors;
+    out.placements = placements;
     Ok(out)
 }

@@ -7,6 +7,7 @@
 
 pub mod allowlist;
 pub mod archive;
+pub mod legacy;
 pub mod objects;
 pub mod pickle;
 mod text;

@@ -98,6 +98,16 @@ fn storage_dtype(name: &str) -> Option<Result<Dtype, String>> {
     Some(Ok(d))
 }
 
+/// The bytes of one element of a storage class (`torch.FloatStorage` 4,
+/// `torch.storage.UntypedStorage` 1), where it is one that is read.
+pub fn storage_element_size(class: &str) -> Option<u64> {
+    match storage_dtype(class) {
+        Some(Ok(d)) => Some(u64::from(d.bits() / 8).max(1)),
+        Some(Err(_)) => None,
+        None => (class == "UntypedStorage").then_some(1),
+    }
+}
+
 /// The dtype a `torch.<name>` dtype global names.
 fn torch_dtype(name: &str) -> Result<Dtype, String> {
     Ok(match name {

@@ -73,6 +73,7 @@ impl FileDialog for NativeDialog {
             .add_filter("checkpoints", crate::format::CHECKPOINT_EXTENSIONS)
             .add_filter("safetensors", &["safetensors", "json"])
             .add_filter("NumPy", &["npy", "npz"])
+            .add_filter("PyTorch", &["bin", "pt", "pth", "ckpt"])
             .add_filter("all files", &["*"])
             .pick_files();
         match picked {

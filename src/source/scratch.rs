@@ -98,16 +98,16 @@ fn cap() -> u64 {
         .unwrap_or(DEFAULT_MAX)
 }
 
-/// The scratch folder: `scratch/` in the cache folder of remote files.
+/// The scratch folder: `scratch/` in the cache folder of remote files (the
+/// system's temporary folder when none is configured).
+#[allow(
+    clippy::disallowed_methods,
+    reason = "with no cache folder configured, scratch files (unlinked as soon as made, so nothing is left behind) go to the system's temporary folder"
+)]
 fn folder() -> io::Result<PathBuf> {
     let dir = super::remote::Settings::from_env()
         .cache_dir
-        .ok_or_else(|| {
-            io::Error::new(
-                io::ErrorKind::NotFound,
-                "no folder for scratch files: set TENSORSCOPE_CACHE_DIR (or XDG_CACHE_HOME or HOME)",
-            )
-        })?
+        .unwrap_or_else(|| std::env::temp_dir().join("tensorscope"))
         .join("scratch");
     std::fs::create_dir_all(&dir)?;
     Ok(dir)

@@ -215,15 +215,24 @@ impl Writer {
         self.written
     }
 
-    /// The bytes, once exactly the expected length was written.
-    pub fn finish(self) -> io::Result<Scratch> {
+    /// The target, once exactly the expected length was written, flushed.
+    fn done(self) -> io::Result<Target> {
         if self.written != self.expected {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
                 format!("{} bytes of the {} expected", self.written, self.expected),
             ));
         }
-        let kind = match self.target {
+        let mut target = self.target;
+        if let Target::File { out, .. } = &mut target {
+            out.flush()?;
+        }
+        Ok(target)
+    }
+
+    /// The bytes, once exactly the expected length was written.
+    pub fn finish(self) -> io::Result<Scratch> {
+        let kind = match self.done()? {
             Target::Memory(v) => Kind::Memory(v),
             Target::File { out, reserved } => {
                 let file = out.into_inner().map_err(io::IntoInnerError::into_error)?;
@@ -357,18 +366,20 @@ impl Slot {
             if len <= IN_MEMORY_BYTES {
                 let before = IN_MEMORY.fetch_add(len, Ordering::Relaxed);
                 if before.saturating_add(len) <= MEMORY_CAP {
-                    let filled = fill_memory(len, writer, io_error);
-                    return match filled {
-                        Ok(v) => {
-                            let _ = self.backing.set(Backing::Memory(v));
-                            state.ready = true;
-                            Ok(())
-                        }
-                        Err(e) => {
-                            IN_MEMORY.fetch_sub(len, Ordering::Relaxed);
-                            Err(e)
-                        }
+                    let mut w = Writer {
+                        target: Target::Memory(Vec::with_capacity(len as usize)),
+                        expected: len,
+                        written: 0,
                     };
+                    let filled =
+                        writer(&mut |b| w.write(b)).and_then(|()| w.done().map_err(io_error));
+                    let Ok(Target::Memory(v)) = filled else {
+                        IN_MEMORY.fetch_sub(len, Ordering::Relaxed);
+                        return filled.map(drop);
+                    };
+                    let _ = self.backing.set(Backing::Memory(v));
+                    state.ready = true;
+                    return Ok(());
                 }
                 IN_MEMORY.fetch_sub(len, Ordering::Relaxed);
             }
@@ -387,22 +398,21 @@ impl Slot {
             state.ready = true;
             return Ok(());
         };
-        let reserved = reserve(len).map_err(io_error)?;
+        // Written again from its start after it was given back.
         let mut out = io::BufWriter::with_capacity(1 << 20, file.try_clone().map_err(io_error)?);
         io::Seek::seek(&mut out, io::SeekFrom::Start(0)).map_err(io_error)?;
-        let mut written = 0u64;
-        writer(&mut |b| {
-            written = written.saturating_add(b.len() as u64);
-            if written > len {
-                return Err(too_much(len));
-            }
-            out.write_all(b)
-        })?;
-        out.flush().map_err(io_error)?;
-        if written != len {
-            return Err(short(written, len, io_error));
+        let mut w = Writer {
+            target: Target::File {
+                out,
+                reserved: reserve(len).map_err(io_error)?,
+            },
+            expected: len,
+            written: 0,
+        };
+        writer(&mut |b| w.write(b))?;
+        if let Target::File { reserved, .. } = w.done().map_err(io_error)? {
+            state.reserved = Some(reserved);
         }
-        state.reserved = Some(reserved);
         state.ready = true;
         if len >= PAGED_BYTES {
             // Pinned by the caller as soon as this returns.
@@ -480,41 +490,6 @@ mod pager {
             });
         }
     }
-}
-
-/// Exactly `len` bytes from `writer`, in memory.
-fn fill_memory<E>(
-    len: u64,
-    writer: impl FnOnce(&mut dyn FnMut(&[u8]) -> io::Result<()>) -> Result<(), E>,
-    io_error: &impl Fn(io::Error) -> E,
-) -> Result<Vec<u8>, E> {
-    let mut v = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
-    writer(&mut |b| {
-        if (v.len() + b.len()) as u64 > len {
-            return Err(too_much(len));
-        }
-        v.extend_from_slice(b);
-        Ok(())
-    })?;
-    if v.len() as u64 == len {
-        Ok(v)
-    } else {
-        Err(short(v.len() as u64, len, io_error))
-    }
-}
-
-fn too_much(len: u64) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::InvalidData,
-        format!("more than the {len} bytes expected"),
-    )
-}
-
-fn short<E>(written: u64, len: u64, io_error: &impl Fn(io::Error) -> E) -> E {
-    io_error(io::Error::new(
-        io::ErrorKind::UnexpectedEof,
-        format!("{written} bytes of the {len} expected"),
-    ))
 }
 
 #[cfg(test)]

@@ -60,7 +60,6 @@ pub struct NumpyParts {
     extras: Vec<NpyTensor>,
     other_members: Vec<String>,
     is_archive: bool,
-    archive: Option<super::zip::Archive>,
 }
 
 impl NumpyParts {
@@ -100,7 +99,7 @@ pub struct StoredFile {
     shared: Vec<bool>,
     /// True when every tensor is a C-order, little-endian slice of the file.
     in_place: bool,
-    /// A zip container's directory (PyTorch; an `.npz` keeps its own).
+    /// A zip container's directory (an `.npz`, a torch zip).
     zip: Option<super::zip::Archive>,
     /// What a PyTorch file's pickle says beyond its tensors.
     pickle: Option<super::pytorch::PickleReport>,
@@ -203,7 +202,7 @@ impl StoredFile {
         // first); an archive, whose directory is at its end, is not.
         if source.remote().is_some() {
             let bytes = source.bytes();
-            if bytes.starts_with(b"PK\x03\x04") || bytes.starts_with(b"PK\x05\x06") {
+            if super::zip::is_zip(bytes) {
                 return Err(numpy_remote_archive(path));
             }
             if !bytes.starts_with(numpy::header::MAGIC) {
@@ -243,7 +242,7 @@ impl StoredFile {
         }
         let opened = if bytes.starts_with(numpy::header::MAGIC) {
             numpy::open_npy(bytes, npy_name(&path))
-        } else if bytes.starts_with(b"PK\x03\x04") || bytes.starts_with(b"PK\x05\x06") {
+        } else if super::zip::is_zip(bytes) {
             match super::zip::open(bytes) {
                 Ok(archive) => {
                     let members = archive.members();
@@ -327,16 +326,17 @@ impl StoredFile {
             extras: opened.extras,
             other_members: opened.other_members,
             is_archive: opened.is_archive,
-            archive: opened.archive,
         };
-        Ok(Self::assemble(
+        let mut file = Self::assemble(
             path,
             source,
             header,
             ContainerKind::Numpy,
             opened.placements,
             Some(parts),
-        ))
+        );
+        file.zip = opened.archive;
+        Ok(file)
     }
 
     fn assemble(
@@ -560,11 +560,9 @@ impl StoredFile {
         Some((archive, archive.members().get(*member)?))
     }
 
-    /// The directory of a zip container.
+    /// The directory of a zip container (an `.npz`, a torch zip).
     fn archive(&self) -> Option<&super::zip::Archive> {
-        self.zip
-            .as_ref()
-            .or_else(|| self.numpy.as_ref()?.archive.as_ref())
+        self.zip.as_ref()
     }
 
     /// Reads every byte of a zip container's members (an `.npz`'s, a

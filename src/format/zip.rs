@@ -9,6 +9,12 @@ use std::sync::Arc;
 use crate::jobs::CancelToken;
 use crate::source::scratch::{self, Scratch};
 
+/// True when `bytes` start as a zip archive does (a local header, or the
+/// end record of an empty archive).
+pub fn is_zip(bytes: &[u8]) -> bool {
+    bytes.starts_with(b"PK\x03\x04") || bytes.starts_with(b"PK\x05\x06")
+}
+
 /// One member of an archive, as its central directory gives it.
 #[derive(Debug, Clone)]
 pub struct Member {

@@ -259,6 +259,10 @@ pub struct Slot {
     /// True while pinned: `state`'s pin count, for the pager, which must
     /// not take the lock.
     pinned: std::sync::atomic::AtomicBool,
+    /// True while filled; set under `state`'s lock, read without it (the
+    /// explorer asks every frame, and a fill holds the lock for its whole
+    /// length).
+    ready: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Debug)]
@@ -272,7 +276,6 @@ enum Backing {
 
 #[derive(Debug, Default)]
 struct SlotState {
-    ready: bool,
     pins: u32,
     reserved: Option<Reserved>,
 }
@@ -293,11 +296,11 @@ impl Drop for SlotPin {
         if state.pins == 0
             && let Some(Backing::File { file, .. }) = slot.backing.get()
         {
-            state.ready = false;
+            slot.ready.store(false, Ordering::Release);
             state.reserved = None;
             if !super::remote::cache::punch_hole(file, 0..slot.len) {
                 // No hole punching here: the bytes stay until the slot goes.
-                state.ready = true;
+                slot.ready.store(true, Ordering::Release);
             }
         }
     }
@@ -312,6 +315,7 @@ impl Slot {
             backing: std::sync::OnceLock::new(),
             state: std::sync::Mutex::new(SlotState::default()),
             pinned: std::sync::atomic::AtomicBool::new(false),
+            ready: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -323,7 +327,7 @@ impl Slot {
 
     /// True while the bytes are filled (pinned, or kept in memory).
     pub fn is_ready(&self) -> bool {
-        self.lock().ready
+        self.ready.load(Ordering::Acquire)
     }
 
     /// The bytes: what was filled, zeros in a slot given back, empty
@@ -345,7 +349,7 @@ impl Slot {
         io_error: impl Fn(io::Error) -> E,
     ) -> Result<SlotPin, E> {
         let mut state = self.lock();
-        if !state.ready {
+        if !self.is_ready() {
             self.fill(&mut state, writer, &io_error)?;
         }
         state.pins += 1;
@@ -378,7 +382,7 @@ impl Slot {
                         return filled.map(drop);
                     };
                     let _ = self.backing.set(Backing::Memory(v));
-                    state.ready = true;
+                    self.ready.store(true, Ordering::Release);
                     return Ok(());
                 }
                 IN_MEMORY.fetch_sub(len, Ordering::Relaxed);
@@ -395,7 +399,7 @@ impl Slot {
                 .ok_or_else(|| io_error(io::Error::other("the scratch file was not kept")))?
         };
         let Backing::File { file, .. } = backing else {
-            state.ready = true;
+            self.ready.store(true, Ordering::Release);
             return Ok(());
         };
         // Written again from its start after it was given back.
@@ -413,7 +417,7 @@ impl Slot {
         if let Target::File { reserved, .. } = w.done().map_err(io_error)? {
             state.reserved = Some(reserved);
         }
-        state.ready = true;
+        self.ready.store(true, Ordering::Release);
         if len >= PAGED_BYTES {
             // Pinned by the caller as soon as this returns.
             self.pinned.store(true, Ordering::Release);

@@ -49,8 +49,8 @@ pub fn overview_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &mut
                 .heading(),
             )
             .on_hover_text(format!("{} parameters, {} bytes", ov.parameters, all.bytes));
-            ui.weak(ck.container_label());
-            unsafe_banner_ui(ui, ck);
+            ui.weak(&ov.container);
+            unsafe_banner_ui(ui, &ov.unsafe_globals);
             let packed = ov.parameters != all.parameters;
             if let Some(q) = loaded.quant.as_deref() {
                 ui.label(format!(
@@ -232,8 +232,7 @@ fn dtype_bars_ui(
 
 /// A PyTorch file whose pickle would import globals outside torch's
 /// allowlist: which ones, and that nothing ran and nothing was read.
-fn unsafe_banner_ui(ui: &mut egui::Ui, ck: &crate::format::Checkpoint) {
-    let unsafe_globals = ck.unsafe_globals();
+fn unsafe_banner_ui(ui: &mut egui::Ui, unsafe_globals: &[String]) {
     if unsafe_globals.is_empty() {
         return;
     }

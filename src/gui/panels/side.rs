@@ -49,7 +49,7 @@ fn file_ui(ui: &mut egui::Ui, tab: &Tab) {
                     );
                     ui.end_row();
                     ui.weak("Format");
-                    ui.label(ck.container_label());
+                    ui.label(&loaded.overview.container);
                     ui.end_row();
                     ui.weak("Kind");
                     ui.label(match ck.kind() {

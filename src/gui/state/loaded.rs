@@ -42,6 +42,11 @@ pub struct Overview {
     /// The characters of the longest tensor name (at most 120): the table
     /// keeps its Name column wide enough to read them.
     pub longest_name: usize,
+    /// The container in words (`Checkpoint::container_label`, which walks
+    /// every tensor of an archive).
+    pub container: String,
+    /// The globals an unsafe pickle would import (none for a safe file).
+    pub unsafe_globals: Vec<String>,
 }
 
 /// How many of the largest tensors the overview lists.
@@ -98,6 +103,8 @@ impl Overview {
             arch,
             checks,
             longest_name,
+            container: ck.container_label(),
+            unsafe_globals: ck.unsafe_globals(),
         }
     }
 }

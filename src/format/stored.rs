@@ -152,15 +152,6 @@ impl Placement {
         storage: Storage,
         storage_id: usize,
     ) -> Result<Self, String> {
-        let native = byte_order == ByteOrder::Little
-            && layout.is_c_order(shape)
-            && storage.encoding == Encoding::Plain;
-        if !native && !dtype.bits().is_multiple_of(8) {
-            return Err(format!(
-                "a {} tensor can only be stored little-endian and contiguous",
-                dtype.name()
-            ));
-        }
         let element = u64::from(dtype.bits().div_ceil(8)).max(1);
         let reach = layout
             .extent(shape)
@@ -173,12 +164,19 @@ impl Placement {
                 storage.len
             ));
         }
-        Ok(Self {
+        let placement = Self {
             byte_order,
             layout,
             storage,
             storage_id,
-        })
+        };
+        if !placement.is_native(shape) && !dtype.bits().is_multiple_of(8) {
+            return Err(format!(
+                "a {} tensor can only be stored little-endian and contiguous",
+                dtype.name()
+            ));
+        }
+        Ok(placement)
     }
 
     /// The elements' byte order.

@@ -23,8 +23,10 @@ pub enum ContainerKind {
     Safetensors,
     /// A NumPy `.npy` file or `.npz` archive.
     Numpy,
-    /// A PyTorch checkpoint (`torch.save`'s zip).
+    /// A PyTorch checkpoint (`torch.save`'s zip, or its legacy format).
     Pytorch,
+    /// A bare pickle: no tensors, only what its pickle names.
+    Pickle,
 }
 
 impl ContainerKind {
@@ -34,6 +36,7 @@ impl ContainerKind {
             ContainerKind::Safetensors => "safetensors",
             ContainerKind::Numpy => "numpy",
             ContainerKind::Pytorch => "pytorch",
+            ContainerKind::Pickle => "pickle",
         }
     }
 
@@ -50,6 +53,7 @@ impl ContainerKind {
             ContainerKind::Safetensors => "safetensors",
             ContainerKind::Numpy => "NumPy",
             ContainerKind::Pytorch => "PyTorch",
+            ContainerKind::Pickle => "Python pickle",
         }
     }
 }
@@ -238,7 +242,11 @@ impl StoredFile {
             .map(str::to_ascii_lowercase);
         if bytes.starts_with(super::pytorch::legacy::MAGIC) {
             let read = super::pytorch::legacy::read(bytes);
-            return Self::torch_file(path, source, read, None);
+            return Self::torch_file(path, source, read, None, ContainerKind::Pytorch);
+        }
+        if bytes.first() == Some(&super::pytorch::bare::PROTO) {
+            let read = super::pytorch::bare::read(bytes);
+            return Self::torch_file(path, source, read, None, ContainerKind::Pickle);
         }
         let opened = if bytes.starts_with(numpy::header::MAGIC) {
             numpy::open_npy(bytes, npy_name(&path))
@@ -254,7 +262,13 @@ impl StoredFile {
                     let arrays = members.iter().any(|m| m.name.ends_with(".npy"));
                     if pytorch {
                         let read = super::pytorch::archive::read(source.bytes(), &archive);
-                        return Self::torch_file(path, source, read, Some(archive));
+                        return Self::torch_file(
+                            path,
+                            source,
+                            read,
+                            Some(archive),
+                            ContainerKind::Pytorch,
+                        );
                     }
                     if !(arrays || extension.as_deref() == Some("npz")) {
                         return Err(safetensors_error(path));
@@ -283,20 +297,14 @@ impl StoredFile {
         source: Source,
         read: Result<super::pytorch::archive::TorchZip, super::pytorch::archive::TorchError>,
         archive: Option<super::zip::Archive>,
+        kind: ContainerKind,
     ) -> Result<Self, LoadError> {
         let read = read.map_err(|error| LoadError::Pytorch {
             path: path.clone(),
             error,
         })?;
         let header = Header::of_container(read.pickle_bytes, read.tensors);
-        let mut file = Self::assemble(
-            path,
-            source,
-            header,
-            ContainerKind::Pytorch,
-            read.placements,
-            None,
-        );
+        let mut file = Self::assemble(path, source, header, kind, read.placements, None);
         file.zip = archive;
         file.pickle = Some(super::pytorch::PickleReport {
             globals: read.globals.into_iter().collect(),

@@ -36,14 +36,37 @@ pub use parse::{Header, MAX_HEADER_SIZE, N_LEN, Rejected, TensorInfo, parse, par
 
 /// The file-name extensions of the containers read (a shard index is a
 /// `.json`), for open dialogs' filters. Detection itself is by content.
-pub const CHECKPOINT_EXTENSIONS: &[&str] = &["safetensors", "json", "npy", "npz"];
+pub const CHECKPOINT_EXTENSIONS: &[&str] = &[
+    "safetensors",
+    "json",
+    "npy",
+    "npz",
+    "bin",
+    "pt",
+    "pth",
+    "ckpt",
+];
+
+/// The extensions PyTorch files have (`pytorch_model.bin`, `model.pt`,
+/// `best.pth`, Lightning's `last.ckpt`).
+pub const TORCH_EXTENSIONS: &[&str] = &["bin", "pt", "pth", "ckpt"];
+
+/// True for a PyTorch shard index's name (`pytorch_model.bin.index.json`).
+pub fn is_torch_index_name(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    TORCH_EXTENSIONS
+        .iter()
+        .any(|e| lower.ends_with(&format!(".{e}.index.json")))
+}
 
 /// True for a file name a checkpoint usually has: a container's extension,
-/// or a shard index (`*.safetensors.index.json`); for file pickers, which
-/// list these first. Any file can still be opened: detection is by content.
+/// or a shard index (`*.safetensors.index.json`,
+/// `pytorch_model.bin.index.json`); for file pickers, which list these
+/// first. Any file can still be opened: detection is by content.
 pub fn is_checkpoint_name(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
     lower.ends_with(".safetensors.index.json")
+        || is_torch_index_name(&lower)
         || CHECKPOINT_EXTENSIONS
             .iter()
             .filter(|e| **e != "json")

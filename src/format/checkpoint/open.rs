@@ -417,8 +417,9 @@ fn check_shard_name(name: &str) -> Result<(), &'static str> {
     if name.split(['/', '\\']).any(|part| part == "..") {
         return Err("leaves the index's folder (`..`)");
     }
-    if !name.ends_with(".safetensors") {
-        return Err("does not end in .safetensors");
+    let extension = name.rsplit_once('.').map_or("", |(_, e)| e);
+    if extension != "safetensors" && !crate::format::TORCH_EXTENSIONS.contains(&extension) {
+        return Err("does not end in .safetensors or a PyTorch file's extension");
     }
     Ok(())
 }
@@ -471,8 +472,11 @@ enum Resolved {
     Folder(PathBuf, Vec<String>),
 }
 
-/// A folder opens as the index inside it, else its only safetensors file,
-/// else its `.npy` and `.npz` files, as one checkpoint.
+/// A folder opens as the index inside it, else its only safetensors file;
+/// with no safetensors there, as its PyTorch shard index, else its `.npy`
+/// and `.npz` files as one checkpoint, else its PyTorch weights
+/// (`pytorch_model.bin`, or its only PyTorch file: a Trainer's folder also
+/// holds `training_args.bin` and `optimizer.pt`, which are not the model).
 fn resolve_folder(path: &Path) -> Result<Resolved, LoadError> {
     if !path.is_dir() {
         return Ok(Resolved::File(path.to_path_buf()));
@@ -487,26 +491,44 @@ fn resolve_folder(path: &Path) -> Result<Resolved, LoadError> {
     }
     let mut indexes = Vec::new();
     let mut files = Vec::new();
-    // Files of other containers, opened when no safetensors file is there.
-    let mut others = Vec::new();
+    let mut torch_indexes = Vec::new();
+    let mut torch_files = Vec::new();
+    let mut numpy = Vec::new();
     for entry in std::fs::read_dir(path).map_err(io)? {
         let entry = entry.map_err(io)?;
         let name = entry.file_name().to_string_lossy().into_owned();
+        let lower = name.to_ascii_lowercase();
+        let extension = lower.rsplit_once('.').map_or("", |(_, e)| e);
         if name.ends_with(".safetensors.index.json") {
             indexes.push(entry.path());
         } else if name.ends_with(".safetensors") {
             files.push(entry.path());
-        } else if crate::format::is_checkpoint_name(&name)
-            && !name.to_ascii_lowercase().ends_with(".json")
-        {
-            others.push(entry.path());
+        } else if crate::format::is_torch_index_name(&name) {
+            torch_indexes.push(entry.path());
+        } else if crate::format::TORCH_EXTENSIONS.contains(&extension) {
+            torch_files.push(entry.path());
+        } else if matches!(extension, "npy" | "npz") {
+            numpy.push(entry.path());
         }
     }
     indexes.sort();
     files.sort();
-    others.sort();
+    torch_indexes.sort();
+    torch_files.sort();
+    numpy.sort();
+    let several = |what: &str, n: usize| {
+        io(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("the folder holds {n} {what}; open one of them"),
+        ))
+    };
     if indexes.is_empty() && files.is_empty() {
-        match others.as_slice() {
+        match torch_indexes.as_slice() {
+            [one] => return Ok(Resolved::File(one.clone())),
+            [] => {}
+            many => return Err(several("PyTorch shard indexes", many.len())),
+        }
+        match numpy.as_slice() {
             [one] => return Ok(Resolved::File(one.clone())),
             [] => {}
             many => {
@@ -517,29 +539,33 @@ fn resolve_folder(path: &Path) -> Result<Resolved, LoadError> {
                 return Ok(Resolved::Folder(path.to_path_buf(), names));
             }
         }
+        let weights = torch_files
+            .iter()
+            .find(|p| p.file_name().is_some_and(|n| n == TORCH_WEIGHTS_NAME));
+        match (weights, torch_files.as_slice()) {
+            (Some(one), _) | (None, [one]) => return Ok(Resolved::File(one.clone())),
+            (None, []) => {}
+            (None, many) => {
+                return Err(several(
+                    "PyTorch files and no pytorch_model.bin",
+                    many.len(),
+                ));
+            }
+        }
     }
     match (indexes.as_slice(), files.as_slice()) {
         ([one], _) | ([], [one]) => Ok(Resolved::File(one.clone())),
         ([], []) => Err(io(std::io::Error::new(
             std::io::ErrorKind::NotFound,
-            "the folder holds no .safetensors file and no shard index",
+            "the folder holds no checkpoint: no .safetensors file, shard index, NumPy file or pytorch_model.bin",
         ))),
-        ([], many) => Err(io(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            format!(
-                "the folder holds {} .safetensors files and no shard index; open one of them",
-                many.len()
-            ),
-        ))),
-        (many, _) => Err(io(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            format!(
-                "the folder holds {} shard indexes; open one of them",
-                many.len()
-            ),
-        ))),
+        ([], many) => Err(several(".safetensors files and no shard index", many.len())),
+        (many, _) => Err(several("shard indexes", many.len())),
     }
 }
+
+/// The weights file a PyTorch model folder holds, when it is one file.
+const TORCH_WEIGHTS_NAME: &str = "pytorch_model.bin";
 
 /// The bytes of a shard index: a regular file (a FIFO's open would wait
 /// forever, a device never ends) of at most [`MAX_INDEX_BYTES`], also if it
@@ -586,6 +612,7 @@ mod tests {
         assert!(check_shard_name("model-00001-of-00002.safetensors").is_ok());
         assert!(check_shard_name("sub/dir/x.safetensors").is_ok());
         assert!(check_shard_name("a..b.safetensors").is_ok());
+        assert!(check_shard_name("pytorch_model-00001-of-00002.bin").is_ok());
         for bad in [
             "",
             "/etc/x.safetensors",
@@ -593,7 +620,8 @@ mod tests {
             "a/../../x.safetensors",
             "a\\..\\x.safetensors",
             "C:x.safetensors",
-            "x.bin",
+            "x.json",
+            "x.bin.exe",
             "x\0.safetensors",
         ] {
             assert!(check_shard_name(bad).is_err(), "{bad:?}");

@@ -97,6 +97,21 @@ pub struct TorchZip {
     pub metadata: Vec<(String, serde_json::Value)>,
 }
 
+impl TorchZip {
+    /// A file whose pickle names `unsafe_globals`: nothing of it is built.
+    pub(super) fn unsafe_file(globals: BTreeSet<String>, unsafe_globals: Vec<String>) -> Self {
+        TorchZip {
+            root: String::new(),
+            pickle_bytes: 0,
+            globals,
+            unsafe_globals,
+            tensors: Vec::new(),
+            placements: Vec::new(),
+            metadata: Vec::new(),
+        }
+    }
+}
+
 /// The model's entries and placements of `tensors`, each over the storage
 /// `storage_of` finds for it (one id a storage: tied weights share it),
 /// checked: the storage holds the elements its persistent id declares, and
@@ -189,7 +204,18 @@ pub fn read(bytes: &[u8], archive: &Archive) -> Result<TorchZip, TorchError> {
         None => ByteOrder::Little,
     };
     let pickle_bytes = small(pkl, MAX_PICKLE_BYTES)?;
-    let parsed = pickle::parse(&pickle_bytes).map_err(|f| TorchError::Pickle(f.error))?;
+    let parsed = match pickle::parse(&pickle_bytes) {
+        Ok(p) => p,
+        Err(f) => {
+            // An unsafe global seen before the pickle stopped parsing is
+            // what a scanner reports.
+            let unsafe_globals = super::unsafe_globals(&f.globals);
+            if unsafe_globals.is_empty() {
+                return Err(TorchError::Pickle(f.error));
+            }
+            return Ok(TorchZip::unsafe_file(f.globals, unsafe_globals));
+        }
+    };
     let unsafe_globals = super::unsafe_globals(&parsed.globals);
     let mut out = TorchZip {
         root: root.clone(),

@@ -35,7 +35,7 @@ pub fn read(bytes: &[u8]) -> Result<TorchZip, TorchError> {
                 // An unsafe global seen before the failure is what matters.
                 let unsafe_globals = super::unsafe_globals(&globals);
                 if !unsafe_globals.is_empty() {
-                    return Ok(unsafe_file(globals, unsafe_globals));
+                    return Ok(TorchZip::unsafe_file(globals, unsafe_globals));
                 }
                 return Err(TorchError::Pickle(f.error));
             }
@@ -43,7 +43,7 @@ pub fn read(bytes: &[u8]) -> Result<TorchZip, TorchError> {
     }
     let unsafe_globals = super::unsafe_globals(&globals);
     if !unsafe_globals.is_empty() {
-        return Ok(unsafe_file(globals, unsafe_globals));
+        return Ok(TorchZip::unsafe_file(globals, unsafe_globals));
     }
     let [_, _, sys_info, object, keys] = graphs.as_slice() else {
         return Err(TorchError::Layout("fewer than five pickles".into()));
@@ -124,18 +124,6 @@ pub fn read(bytes: &[u8]) -> Result<TorchZip, TorchError> {
         placements,
         metadata: contents.metadata,
     })
-}
-
-fn unsafe_file(globals: BTreeSet<String>, unsafe_globals: Vec<String>) -> TorchZip {
-    TorchZip {
-        root: String::new(),
-        pickle_bytes: 0,
-        globals,
-        unsafe_globals,
-        tensors: Vec::new(),
-        placements: Vec::new(),
-        metadata: Vec::new(),
-    }
 }
 
 /// `sys_info['little_endian']` (true when absent).

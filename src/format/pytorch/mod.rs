@@ -2,11 +2,14 @@
 //! part is the pickle machine, the security boundary: [`pickle`] reads any
 //! pickle into a graph of plain values and names every global it would
 //! import; [`allowlist`] says which of those torch's `weights_only` loader
-//! allows. Nothing here imports or calls anything. The container readers
-//! (zip, legacy, index) and the tensors built from the graph come next.
+//! allows. Nothing here imports or calls anything. [`objects`] reads the
+//! tensors and leaves off a safe graph; the containers are [`archive`]
+//! (`torch.save`'s zip), [`legacy`] (the format before it) and [`bare`] (a
+//! pickle alone, which holds no tensors).
 
 pub mod allowlist;
 pub mod archive;
+pub mod bare;
 pub mod legacy;
 pub mod objects;
 pub mod pickle;

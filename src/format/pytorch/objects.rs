@@ -62,8 +62,11 @@ pub enum ObjectError {
         /// The dtype as torch names it.
         dtype: String,
     },
-    /// More to walk than [`MAX_VISITS`].
-    #[error("the checkpoint's object has more than {MAX_VISITS} parts")]
+    /// More to walk than [`MAX_VISITS`], or names longer than
+    /// [`MAX_NAME_BYTES`] in all.
+    #[error(
+        "the checkpoint's object has more than {MAX_VISITS} parts, or names of more than {MAX_NAME_BYTES} bytes in all"
+    )]
     TooComplex,
 }
 
@@ -139,7 +142,8 @@ fn torch_dtype(name: &str) -> Result<Dtype, String> {
 pub fn contents(graph: &Graph) -> Result<Contents, ObjectError> {
     let mut out = Contents::default();
     let mut seen: HashSet<Id> = HashSet::new();
-    let mut todo: Vec<(Id, String)> = vec![(graph.root, String::new())];
+    let mut paths = Paths::default();
+    let mut todo: Vec<(Id, usize)> = vec![(graph.root, 0)];
     let mut visits = 0usize;
     while let Some((id, path)) = todo.pop() {
         visits += 1;
@@ -147,34 +151,27 @@ pub fn contents(graph: &Graph) -> Result<Contents, ObjectError> {
             return Err(ObjectError::TooComplex);
         }
         let Some(node) = graph.get(id) else { continue };
-        let child = |key: &str| {
-            if path.is_empty() {
-                key.to_owned()
-            } else {
-                format!("{path}.{key}")
-            }
-        };
         // Children are pushed in reverse, so they are walked in order.
-        let mut children: Vec<(Id, String)> = Vec::new();
+        let mut children: Vec<(Id, usize)> = Vec::new();
         match node {
             Node::Dict(pairs) => {
                 if !seen.insert(id) {
                     continue;
                 }
                 for &(k, v) in pairs {
-                    children.push((v, child(&key_text(graph, k))));
+                    children.push((v, paths.child(path, key_text(graph, k))));
                 }
             }
             Node::List(items) | Node::Tuple(items) => {
                 if let Some(value) = leaf_list(graph, items) {
-                    out.metadata.push((path, value));
+                    out.metadata.push((paths.name(path)?, value));
                     continue;
                 }
                 if !seen.insert(id) {
                     continue;
                 }
                 for (i, &v) in items.iter().enumerate() {
-                    children.push((v, child(&i.to_string())));
+                    children.push((v, paths.child(path, i.to_string())));
                 }
             }
             Node::Call { func, .. } => match graph.global_of(*func) {
@@ -184,25 +181,76 @@ pub fn contents(graph: &Graph) -> Result<Contents, ObjectError> {
                     }
                     if let Node::Call { items, .. } = node {
                         for &(k, v) in items {
-                            children.push((v, child(&key_text(graph, k))));
+                            children.push((v, paths.child(path, key_text(graph, k))));
                         }
                     }
                 }
                 _ => {
-                    if let Some(t) = tensor(graph, id, &path)? {
+                    if let Some(t) = tensor(graph, id, &paths.name(path)?)? {
                         out.tensors.push(t);
                     }
                 }
             },
             other => {
                 if let Some(value) = leaf(graph, other) {
-                    out.metadata.push((path, value));
+                    out.metadata.push((paths.name(path)?, value));
                 }
             }
         }
         todo.extend(children.into_iter().rev());
     }
     Ok(out)
+}
+
+/// Bytes of names spelled out at most, over the whole object: a name is
+/// its whole path, so a deep object (100,000 nested lists) could otherwise
+/// spell quadratically many.
+const MAX_NAME_BYTES: usize = 64 << 20;
+
+/// The paths walked, each its parent and its last segment: a child costs
+/// its segment, not a copy of its parent's path; a name is spelled out
+/// only for a tensor or a leaf.
+struct Paths {
+    parent: Vec<usize>,
+    segment: Vec<String>,
+    spelled: usize,
+}
+
+impl Default for Paths {
+    /// The root's (empty) path, index 0.
+    fn default() -> Self {
+        Paths {
+            parent: vec![0],
+            segment: vec![String::new()],
+            spelled: 0,
+        }
+    }
+}
+
+impl Paths {
+    fn child(&mut self, parent: usize, segment: String) -> usize {
+        self.parent.push(parent);
+        self.segment.push(segment);
+        self.parent.len() - 1
+    }
+
+    /// The path's segments joined with `.` (the root's is empty).
+    fn name(&mut self, mut at: usize) -> Result<String, ObjectError> {
+        let mut parts: Vec<&str> = Vec::new();
+        let mut len = 0usize;
+        while at != 0 {
+            let segment = self.segment.get(at).map_or("", String::as_str);
+            len += segment.len() + 1;
+            if self.spelled + len > MAX_NAME_BYTES {
+                return Err(ObjectError::TooComplex);
+            }
+            parts.push(segment);
+            at = self.parent.get(at).copied().unwrap_or(0);
+        }
+        self.spelled += len;
+        parts.reverse();
+        Ok(parts.join("."))
+    }
 }
 
 /// A dict key as a path segment: a string verbatim, a number in decimal,

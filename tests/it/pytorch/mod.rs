@@ -3,69 +3,32 @@
 //! by every verb; an unsafe pickle reported by `info` and `validate` and
 //! refused by the readers, with nothing executed.
 
-use std::io::Write as _;
-use std::path::Path;
-use std::process::Command;
+mod build;
+mod hostile;
+mod payloads;
 
+use std::path::Path;
+
+use build::{T, legacy, su, torch_zip};
 use serde_json::Value;
 
-/// `SHORT_BINUNICODE s`.
-fn su(s: &str) -> Vec<u8> {
-    let mut v = vec![0x8c, s.len() as u8];
-    v.extend_from_slice(s.as_bytes());
-    v
-}
-
-/// `_rebuild_tensor_v2(('storage', torch.FloatStorage, key, 'cpu', numel),
-/// offset, size, stride, False, OrderedDict())`.
+/// `_rebuild_tensor_v2` of an F32 view of storage `key`.
 fn tensor(key: &str, numel: u8, offset: u8, size: &[u8], stride: &[u8]) -> Vec<u8> {
-    let ints = |v: &[u8]| -> Vec<u8> {
-        let mut out = vec![b'('];
-        for &x in v {
-            out.extend_from_slice(&[b'K', x]);
-        }
-        out.push(b't');
-        out
-    };
-    [
-        &b"ctorch._utils\n_rebuild_tensor_v2\n(("[..],
-        &su("storage"),
-        b"ctorch\nFloatStorage\n",
-        &su(key),
-        &su("cpu"),
-        &[b'K', numel],
-        b"tQ",
-        &[b'K', offset],
-        &ints(size),
-        &ints(stride),
-        b"\x89ccollections\nOrderedDict\n)RtR",
-    ]
-    .concat()
-}
-
-fn torch_zip(entries: &[(&str, Vec<u8>)]) -> Vec<u8> {
-    let mut z = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
-    let stored =
-        zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
-    for (name, bytes) in entries {
-        z.start_file(*name, stored).expect("entry");
-        z.write_all(bytes).expect("write");
+    let wide = |v: &[u8]| v.iter().map(|&x| i128::from(x)).collect();
+    T {
+        key,
+        class: "FloatStorage",
+        numel: numel.into(),
+        offset: offset.into(),
+        size: wide(size),
+        stride: wide(stride),
     }
-    z.finish().expect("finish").into_inner()
+    .pickle()
 }
 
 fn run(cwd: &Path, args: &[&str]) -> (i32, Value) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tensorscope"))
-        .args(args)
-        .arg("--json")
-        .current_dir(cwd)
-        .output()
-        .expect("run");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    let doc = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{args:?}: not one JSON document ({e}): {stderr}"));
-    (out.status.code().unwrap_or(-1), doc)
+    let r = build::run(cwd, args);
+    (r.code, r.doc)
 }
 
 #[test]
@@ -85,16 +48,7 @@ fn a_torch_zip_is_read_by_every_verb() {
     .concat();
     let values: Vec<u8> = (0..6).flat_map(|i| (i as f32).to_le_bytes()).collect();
     let file = dir.path().join("pytorch_model.bin");
-    std::fs::write(
-        &file,
-        torch_zip(&[
-            ("archive/data.pkl", pickle),
-            ("archive/byteorder", b"little".to_vec()),
-            ("archive/data/0", values),
-            ("archive/version", b"3\n".to_vec()),
-        ]),
-    )
-    .expect("write");
+    std::fs::write(&file, torch_zip(&pickle, &[("0", values)])).expect("write");
     let path = file.to_str().expect("utf-8");
     let (code, info) = run(dir.path(), &["info", path]);
     assert_eq!(code, 0, "{info}");
@@ -157,7 +111,7 @@ fn an_unsafe_pickle_is_reported_and_never_read() {
     ]
     .concat();
     let file = dir.path().join("weights.pt");
-    std::fs::write(&file, torch_zip(&[("m/data.pkl", evil)])).expect("write");
+    std::fs::write(&file, build::zip_of(&[("m/data.pkl", evil)], false)).expect("write");
     let path = file.to_str().expect("utf-8");
     let (code, info) = run(&work, &["info", path]);
     assert!(code == 0 || code == 1, "{info}");
@@ -187,58 +141,21 @@ fn an_unsafe_pickle_is_reported_and_never_read() {
     assert!(left.is_empty(), "{left:?}");
 }
 
-/// A legacy `torch.save` file: the five pickles, then each storage's
-/// element count and elements. `object` is pickle 4, `keys` pickle 5.
-fn legacy(little_endian: bool, object: &[u8], keys: &[u8], storages: &[(u64, Vec<u8>)]) -> Vec<u8> {
-    let mut out = b"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19.".to_vec();
-    out.extend_from_slice(b"\x80\x02M\xe9\x03.");
-    out.extend(
-        [
-            &b"\x80\x02}("[..],
-            &su("protocol_version"),
-            b"M\xe9\x03",
-            &su("little_endian"),
-        ]
-        .concat(),
-    );
-    out.push(if little_endian { 0x88 } else { 0x89 });
-    out.extend(su("type_sizes"));
-    out.extend_from_slice(b"}u.");
-    out.extend_from_slice(object);
-    out.extend_from_slice(keys);
-    for (count, data) in storages {
-        out.extend_from_slice(&count.to_le_bytes());
-        out.extend_from_slice(data);
-    }
-    out
-}
-
 /// `{'a': 2x3 F32, 'b': its column 1}` with the legacy six-field ids.
 fn legacy_object() -> Vec<u8> {
-    let t = |offset: u8, size: &[u8], stride: &[u8]| {
-        // The five-field id of `tensor`, with `None` (view_metadata) added.
-        let five = tensor("0", 6, offset, size, stride);
-        let at = five
-            .windows(2)
-            .position(|w| w == b"tQ")
-            .expect("the persistent id");
-        [&five[..at], b"N", &five[at..]].concat()
+    let column = T {
+        offset: 1,
+        size: vec![2],
+        stride: vec![3],
+        ..T::f32("0", &[2, 3])
     };
-    [
-        &b"\x80\x02}("[..],
-        &su("a"),
-        &t(0, &[2, 3], &[3, 1]),
-        &su("b"),
-        &t(1, &[2], &[3]),
-        b"u.",
-    ]
-    .concat()
+    build::legacy_object(&[("a", T::f32("0", &[2, 3])), ("b", column)])
 }
 
 #[test]
 fn a_legacy_torch_file_is_read_in_both_byte_orders() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let keys = [&b"\x80\x02]("[..], &su("0"), b"e."].concat();
+    let keys = build::legacy_keys(&["0"]);
     let le: Vec<u8> = (0..6).flat_map(|i| (i as f32).to_le_bytes()).collect();
     let be: Vec<u8> = (0..6).flat_map(|i| (i as f32).to_be_bytes()).collect();
     for (name, little, data) in [("le.pt", true, le), ("be.pt", false, be)] {
@@ -282,7 +199,7 @@ fn a_legacy_file_hides_nothing_and_states_no_size_it_cannot_hold() {
         serde_json::json!(["posix.system"])
     );
     // A storage whose count says 2^61 elements.
-    let keys = [&b"\x80\x02]("[..], &su("0"), b"e."].concat();
+    let keys = build::legacy_keys(&["0"]);
     let file = dir.path().join("huge.pt");
     std::fs::write(
         &file,

@@ -292,9 +292,8 @@ SCALARS = (int, float, str, bool, type(None))
 
 def walk(obj, path: str, tensors: list, leaves: dict, optional: dict) -> None:
     """PICKLE.md section 3: tensors and non-tensor leaves by joined path."""
-    def join(k) -> str:
-        k = str(k) if not isinstance(k, bool) else str(k)
-        return k if not path else f"{path}.{k}"
+    def join(k) -> str:  # int keys and indices in decimal
+        return str(k) if not path else f"{path}.{k}"
 
     if isinstance(obj, torch.Tensor):
         tensors.append((path, obj))

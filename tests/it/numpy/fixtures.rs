@@ -103,7 +103,7 @@ fn assert_close(got: &Value, want: &Value, abs_mean: f64, what: &str) {
 }
 
 /// One stats object against the manifest's figures.
-fn assert_figures(got: &Value, want: &Value, what: &str) {
+pub(crate) fn assert_figures(got: &Value, want: &Value, what: &str) {
     for key in ["count", "nan", "pos_inf", "neg_inf", "zeros"] {
         assert!(want[key].is_u64(), "manifest {what}: {key}");
         assert_eq!(

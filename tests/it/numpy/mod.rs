@@ -7,7 +7,7 @@
 //! This file holds the shared helpers: running a verb, the manifest, the
 //! checks every refusal must pass, a minimal `.npy` reader and writer.
 
-mod fixtures;
+pub(crate) mod fixtures;
 mod folder;
 mod hostile;
 mod layouts;
@@ -161,7 +161,7 @@ fn expected_bytes(array: &Value) -> Option<Vec<u8>> {
     array["c_le_hex"].as_str().map(unhex)
 }
 
-fn unhex(hex: &str) -> Vec<u8> {
+pub(crate) fn unhex(hex: &str) -> Vec<u8> {
     assert!(hex.len().is_multiple_of(2), "odd hex length");
     (0..hex.len())
         .step_by(2)
@@ -191,7 +191,7 @@ fn doc_shape(v: &Value) -> Vec<u64> {
 
 /// The `.npy` descr an export of `dtype` must have: little-endian, BOOL as
 /// `bool`, C64 as `complex64`, the others their own type.
-fn export_descr(dtype: &str) -> &'static str {
+pub(crate) fn export_descr(dtype: &str) -> &'static str {
     match dtype {
         "BOOL" => "|b1",
         "U8" => "|u1",
@@ -213,10 +213,10 @@ fn export_descr(dtype: &str) -> &'static str {
 // ------------------------------------------------------------ .npy bytes
 
 /// An exported `.npy`, read minimally: its descr, shape and data.
-struct ExportedNpy {
-    descr: String,
-    shape: Vec<u64>,
-    data: Vec<u8>,
+pub(crate) struct ExportedNpy {
+    pub(crate) descr: String,
+    pub(crate) shape: Vec<u64>,
+    pub(crate) data: Vec<u8>,
 }
 
 fn text_between<'a>(text: &'a str, start: &str, end: &str) -> &'a str {
@@ -233,7 +233,7 @@ fn text_between<'a>(text: &'a str, start: &str, end: &str) -> &'a str {
 
 /// Reads an exported `.npy`: magic, version 1.0 or 2.0, a C-order header with
 /// a little-endian (or byte-order-free) descr.
-fn read_exported_npy(path: &Path) -> ExportedNpy {
+pub(crate) fn read_exported_npy(path: &Path) -> ExportedNpy {
     let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     assert!(bytes.len() >= 12, "{}: too short", path.display());
     assert_eq!(&bytes[..6], b"\x93NUMPY", "{}: magic", path.display());

@@ -4,6 +4,7 @@
 //! refused by the readers, with nothing executed.
 
 mod build;
+mod fixtures;
 mod hostile;
 mod payloads;
 

@@ -135,6 +135,34 @@ pub fn numpy(dir: &Path, data: &[u8]) {
     }
 }
 
+/// The `pytorch` target: `data` through the pickle machine and the walk
+/// of its graph, then as a torch file (zip, legacy or bare pickle) through
+/// every reader, as `.pt` and as a `.bin` beside nothing else.
+///
+/// # Panics
+///
+/// If `dir` cannot be written to (never because of the input).
+pub fn pytorch(dir: &Path, data: &[u8]) {
+    use tensorscope::format::pytorch::{objects, pickle};
+    if let Ok(parsed) = pickle::parse_within(data, 16 << 20) {
+        let _ = objects::contents(&parsed.graph);
+    }
+    let path = dir.join("input.pt");
+    std::fs::write(&path, data).expect("the input can be written");
+    let Ok(ck) = Checkpoint::open(&path) else {
+        return;
+    };
+    let _ = ck.verify_data(&CancelToken::new());
+    let _ = ck.unsafe_globals();
+    if ck.readable().is_err() {
+        return;
+    }
+    for t in ck.tensors() {
+        let _ = ck.stored_facts(*t);
+    }
+    read_all(dir, &ck, &["out.npy"]);
+}
+
 /// A folder of this process for the targets' files, made on first use.
 /// libFuzzer ends the process with `exit`, so a `tempfile` guard would not
 /// clean up either; the folder is one per run, under the system's temp dir.

@@ -76,6 +76,51 @@ fn numpy_inputs_replay() {
     assert!(replay("numpy", &mut |data| targets::numpy(dir.path(), data)) > 0);
 }
 
+#[test]
+fn pytorch_inputs_replay() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    assert!(replay("pytorch", &mut |data| targets::pytorch(dir.path(), data)) > 0);
+}
+
+/// The `pytorch` target's seeds (files `torch.save` wrote, legacy ones,
+/// payloads) with a few bytes changed: opcodes, lengths, zip records and
+/// storage counts broken as a byte can break them. None may panic.
+/// Cases: `PROPTEST_CASES` (default 256).
+mod pytorch_mutations {
+    use proptest::prelude::*;
+
+    fn seeds() -> Vec<Vec<u8>> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds/pytorch");
+        super::inputs(&root)
+            .iter()
+            .map(|p| std::fs::read(p).expect("seed"))
+            .collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: super::numpy_mutations::cases(), failure_persistence: None, .. ProptestConfig::default() })]
+
+        #[test]
+        fn mutated_torch_files_never_panic(
+            seed in any::<prop::sample::Index>(),
+            edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..8),
+            cut in any::<Option<prop::sample::Index>>(),
+        ) {
+            let seeds = seeds();
+            let mut data = seed.get(&seeds).clone();
+            for (at, byte) in edits {
+                let i = at.index(data.len());
+                data[i] = byte;
+            }
+            if let Some(c) = cut {
+                data.truncate(c.index(data.len() + 1));
+            }
+            let dir = tempfile::tempdir().expect("tempdir");
+            super::targets::pytorch(dir.path(), &data);
+        }
+    }
+}
+
 /// The `numpy` target's seeds with a few bytes changed: headers, zip
 /// records and deflated streams broken in every way a byte can break them.
 /// None may panic. Cases: `PROPTEST_CASES` (default 256).
@@ -90,7 +135,7 @@ mod numpy_mutations {
             .collect()
     }
 
-    fn cases() -> u32 {
+    pub(super) fn cases() -> u32 {
         std::env::var("PROPTEST_CASES")
             .ok()
             .and_then(|v| v.parse().ok())

@@ -1,6 +1,7 @@
 //! Desktop integration on Linux: `tensorscope --install-desktop` installs
 //! the `.desktop` entry, the MIME types of the containers it opens
-//! (`application/x-safetensors`, `application/x-npy`, `application/x-npz`)
+//! (`application/x-safetensors`, `application/x-npy`, `application/x-npz`,
+//! `application/x-pytorch`)
 //! and the icon for the current user (XDG data dirs), and makes Tensorscope
 //! their default handler, so a double-click on a checkpoint opens it.
 
@@ -17,7 +18,12 @@ pub const ICON_SVG: &str = include_str!("../../assets/tensorscope.svg");
 /// The MIME type of safetensors files.
 pub const MIME_TYPE: &str = "application/x-safetensors";
 /// Every MIME type Tensorscope opens (the `.desktop` file's `MimeType=`).
-pub const MIME_TYPES: &[&str] = &[MIME_TYPE, "application/x-npy", "application/x-npz"];
+pub const MIME_TYPES: &[&str] = &[
+    MIME_TYPE,
+    "application/x-npy",
+    "application/x-npz",
+    "application/x-pytorch",
+];
 /// The desktop entry's file name.
 pub const DESKTOP_FILE: &str = "tensorscope.desktop";
 

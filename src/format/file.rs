@@ -303,7 +303,16 @@ impl StoredFile {
             path: path.clone(),
             error,
         })?;
-        let header = Header::of_container(read.pickle_bytes, read.tensors);
+        // The leaves as text: a string as itself, anything else its JSON.
+        let texts = read
+            .metadata
+            .iter()
+            .map(|(k, v)| {
+                let text = v.as_str().map_or_else(|| v.to_string(), str::to_owned);
+                (k.clone(), text)
+            })
+            .collect();
+        let header = Header::of_container(read.pickle_bytes, read.tensors).with_metadata(texts);
         let mut file = Self::assemble(path, source, header, kind, read.placements, None);
         file.zip = archive;
         file.pickle = Some(super::pytorch::PickleReport {

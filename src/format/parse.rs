@@ -134,6 +134,14 @@ impl Header {
         }
     }
 
+    /// The header with `metadata` as its `__metadata__` (a container's own
+    /// key → text pairs, such as a PyTorch file's non-tensor leaves), so
+    /// that the explorer shows it and a resave carries it.
+    pub(crate) fn with_metadata(mut self, metadata: BTreeMap<String, String>) -> Self {
+        self.metadata = (!metadata.is_empty()).then_some(metadata);
+        self
+    }
+
     /// End of the data buffer relative to its start (the last tensor's end).
     pub fn data_len(&self) -> u64 {
         self.tensors.last().map_or(0, |t| t.data_offsets[1])

@@ -39,7 +39,9 @@ fn install_desktop_registers_the_mime_type_and_handler() {
         "{entry}"
     );
     assert!(
-        entry.contains("MimeType=application/x-safetensors;application/x-npy;application/x-npz;"),
+        entry.contains(
+            "MimeType=application/x-safetensors;application/x-npy;application/x-npz;application/x-pytorch;"
+        ),
         "{entry}"
     );
     assert!(data.join("mime/packages/tensorscope.xml").is_file());
@@ -69,6 +71,9 @@ fn install_desktop_registers_the_mime_type_and_handler() {
             "application/x-safetensors:*.safetensors",
             "application/x-npy:*.npy",
             "application/x-npz:*.npz",
+            "application/x-pytorch:*.pt",
+            "application/x-pytorch:*.ckpt",
+            "application/x-pytorch:pytorch_model*.bin",
         ] {
             assert!(globs.contains(glob), "{glob}: {globs}");
         }
@@ -78,6 +83,7 @@ fn install_desktop_registers_the_mime_type_and_handler() {
         "application/x-safetensors",
         "application/x-npy",
         "application/x-npz",
+        "application/x-pytorch",
     ] {
         let query = if tool("xdg-mime") {
             let q = Command::new("xdg-mime")

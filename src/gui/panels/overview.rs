@@ -9,10 +9,34 @@ use eframe::egui;
 
 use crate::gui::command::Command;
 use crate::gui::safe_text;
-use crate::gui::state::{SelectMode, Tab, ViewState};
+use crate::gui::state::{Loaded, MetaEntry, SelectMode, Tab, ViewState};
 use crate::text::{elide_middle, fmt_shape, human_bytes, human_count};
 
 /// Metadata keys worth showing first when a file has them.
+/// The metadata entries the overview lists: the keys it knows, or for a
+/// pickle's leaves the shallowest ones (`epoch`, `global_step`, then
+/// `hyper_parameters.lr`, …), [`MAX_LEAVES`] at most.
+fn highlights(loaded: &Loaded, leaves: bool) -> Vec<&MetaEntry> {
+    if !leaves {
+        return loaded
+            .metadata
+            .iter()
+            .filter(|m| KNOWN_KEYS.contains(&m.key.as_str()))
+            .collect();
+    }
+    let mut all: Vec<&MetaEntry> = loaded.metadata.iter().collect();
+    all.sort_by_key(|m| (m.key.matches('.').count(), m.key.len()));
+    all.truncate(MAX_LEAVES);
+    all.sort_by(|a, b| {
+        let depth = |m: &MetaEntry| m.key.matches('.').count();
+        (depth(a), &a.key).cmp(&(depth(b), &b.key))
+    });
+    all
+}
+
+/// Leaves the overview lists at most (the Metadata page has them all).
+const MAX_LEAVES: usize = 12;
+
 const KNOWN_KEYS: [&str; 10] = [
     "format",
     "framework",
@@ -148,20 +172,20 @@ pub fn overview_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &mut
             section(ui, "Architecture (config.json)");
             arch_ui(ui, ov.arch.as_ref(), &ov.checks);
             section(ui, "Metadata");
-            let shown: Vec<_> = loaded
-                .metadata
-                .iter()
-                .filter(|m| KNOWN_KEYS.contains(&m.key.as_str()))
-                .collect();
+            let shown = highlights(loaded, ov.leaves);
             if loaded.metadata.is_empty() {
-                ui.weak("No __metadata__.");
+                ui.weak(if ov.leaves {
+                    "No values beside the tensors."
+                } else {
+                    "No __metadata__."
+                });
             } else {
                 egui::Grid::new("overview_meta")
                     .num_columns(2)
                     .spacing([12.0, 3.0])
                     .show(ui, |ui| {
                         for m in &shown {
-                            ui.weak(safe_text(&m.key, 100));
+                            ui.weak(safe_text(&m.key, 48));
                             ui.label(safe_text(&m.value, 200));
                             ui.end_row();
                         }
@@ -232,7 +256,7 @@ fn dtype_bars_ui(
 
 /// A PyTorch file whose pickle would import globals outside torch's
 /// allowlist: which ones, and that nothing ran and nothing was read.
-fn unsafe_banner_ui(ui: &mut egui::Ui, unsafe_globals: &[String]) {
+pub(super) fn unsafe_banner_ui(ui: &mut egui::Ui, unsafe_globals: &[String]) {
     if unsafe_globals.is_empty() {
         return;
     }
@@ -240,7 +264,7 @@ fn unsafe_banner_ui(ui: &mut egui::Ui, unsafe_globals: &[String]) {
         ui.visuals().error_fg_color,
         safe_text(
             &format!(
-                "⚠ Unsafe pickle: it would import {} (not executed). Its tensors are not read; only torch's weights_only globals are.",
+                "⚠ Unsafe pickle: it would import {} (not executed). Nothing of it was run and its tensors are not read: only torch's weights_only globals are.",
                 unsafe_globals.join(", ")
             ),
             1000,

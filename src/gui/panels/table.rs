@@ -24,6 +24,19 @@ pub fn table_panel_ui(
     if tab.loaded().is_none() {
         return;
     }
+    // Above the (empty) table: why it is empty, and that nothing ran.
+    if let Some(l) = tab.load.value()
+        && !l.overview.unsafe_globals.is_empty()
+    {
+        egui::Frame::new()
+            .stroke(egui::Stroke::new(1.0, ui.visuals().error_fg_color))
+            .inner_margin(6.0)
+            .corner_radius(4.0)
+            .show(ui, |ui| {
+                super::overview::unsafe_banner_ui(ui, &l.overview.unsafe_globals);
+            });
+        ui.add_space(4.0);
+    }
     filter_row_ui(ui, tab, view, tree_view, out);
     let Some(loaded) = tab.load.value() else {
         return;

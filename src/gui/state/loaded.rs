@@ -47,6 +47,10 @@ pub struct Overview {
     pub container: String,
     /// The globals an unsafe pickle would import (none for a safe file).
     pub unsafe_globals: Vec<String>,
+    /// True when the metadata is a pickle's non-tensor leaves (a training
+    /// checkpoint's step, epoch and hyper-parameters), which the overview
+    /// lists, not only the keys it knows.
+    pub leaves: bool,
 }
 
 /// How many of the largest tensors the overview lists.
@@ -105,6 +109,7 @@ impl Overview {
             longest_name,
             container: ck.container_label(),
             unsafe_globals: ck.unsafe_globals(),
+            leaves: ck.shards().iter().any(|s| s.file().pickle().is_some()),
         }
     }
 }

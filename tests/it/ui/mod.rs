@@ -10,6 +10,7 @@
 mod numpy;
 mod opening;
 mod overview;
+mod pytorch;
 mod quant;
 mod remote;
 mod save;

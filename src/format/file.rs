@@ -107,7 +107,12 @@ pub struct StoredFile {
     zip: Option<super::zip::Archive>,
     /// What a PyTorch file's pickle says beyond its tensors.
     pickle: Option<super::pytorch::PickleReport>,
+    /// A remote torch zip: where its storages' local headers are, checked
+    /// when each is fetched.
+    unverified: Option<remote_zip::Unverified>,
 }
+
+mod remote_zip;
 
 /// The tensor name of a local `.npy` at `path`: its file name less `.npy`.
 fn npy_name(path: &Path) -> String {
@@ -207,7 +212,7 @@ impl StoredFile {
         if source.remote().is_some() {
             let bytes = source.bytes();
             if super::zip::is_zip(bytes) {
-                return Err(numpy_remote_archive(path));
+                return Self::remote_zip(path, source);
             }
             if !bytes.starts_with(numpy::header::MAGIC) {
                 return Err(safetensors_error(path));
@@ -394,6 +399,7 @@ impl StoredFile {
             in_place,
             zip: None,
             pickle: None,
+            unverified: None,
         }
     }
 
@@ -499,7 +505,10 @@ impl StoredFile {
     /// data. What a remote file fetches for it.
     pub fn read_range(&self, index: usize) -> std::ops::Range<u64> {
         match (self.placements.get(index), self.header.tensors().get(index)) {
-            (Some(p), _) => p.storage().file_range.clone(),
+            (Some(p), _) => {
+                let r = p.storage().file_range.clone();
+                self.local_header_start(index).unwrap_or(r.start)..r.end
+            }
             (None, Some(info)) => self.tensor_range(info),
             (None, None) => 0..0,
         }
@@ -588,6 +597,26 @@ impl StoredFile {
     pub fn verify_members(&self, cancel: &crate::jobs::CancelToken) -> Result<(), LoadError> {
         let Some(archive) = self.archive() else {
             return Ok(());
+        };
+        // A remote archive: every member comes in first, and stays while
+        // it is read.
+        let _pins = match self.remote() {
+            Some(remote) => {
+                let progress = crate::jobs::Progress::new();
+                let mut pins = Vec::new();
+                for m in archive.members() {
+                    let end = m.data_start.saturating_add(m.compressed_size);
+                    let pin = remote
+                        .fetch(m.header_start..end, cancel, &progress)
+                        .map_err(|error| LoadError::Remote {
+                            path: self.path.clone(),
+                            error,
+                        })?;
+                    pins.push(pin);
+                }
+                pins
+            }
+            None => Vec::new(),
         };
         archive
             .verify(self.source.bytes(), cancel)

@@ -20,6 +20,8 @@ pub fn is_zip(bytes: &[u8]) -> bool {
 pub struct Member {
     /// Its index in the central directory.
     pub index: usize,
+    /// Where its local header starts in the file.
+    pub header_start: u64,
     /// Its name (not UTF-8 bytes replaced).
     pub name: String,
     /// True for a folder entry.
@@ -70,30 +72,65 @@ pub struct Archive {
     members: Vec<Member>,
 }
 
-/// Reads the archive `bytes`' central directory.
+/// Reads the archive `bytes`' central directory, and each member's local
+/// header for where its data starts.
 pub fn open(bytes: &[u8]) -> Result<Archive, ZipError> {
-    let zip =
+    read_directory(bytes, &mut |zip, index| {
+        let f = zip
+            .by_index_raw(index)
+            .map_err(|e| ZipError::Archive(format!("member {index}: {e}")))?;
+        Ok(f.data_start().unwrap_or(0))
+    })
+}
+
+/// Reads the central directory of an archive of which only the end
+/// records and the directory are at hand (a remote file): a member's data
+/// start is where `torch.save` puts it (see [`torch_data_start`]), to be
+/// checked against its local header when that is read
+/// ([`local_data_start`]).
+pub fn open_directory(bytes: &[u8]) -> Result<Archive, ZipError> {
+    read_directory(bytes, &mut |zip, index| {
+        let f = zip
+            .by_index_data(index)
+            .map_err(|e| ZipError::Archive(format!("member {index}: {e}")))?;
+        Ok(torch_data_start(
+            f.header_start(),
+            f.name_raw().len() as u64,
+            f.compressed_size(),
+        ))
+    })
+}
+
+type DataStart<'a, 'b> =
+    dyn FnMut(&mut zip::ZipArchive<Cursor<&'a [u8]>>, usize) -> Result<u64, ZipError> + 'b;
+
+fn read_directory<'a>(
+    bytes: &'a [u8],
+    data_start: &mut DataStart<'a, '_>,
+) -> Result<Archive, ZipError> {
+    let mut zip =
         zip::ZipArchive::new(Cursor::new(bytes)).map_err(|e| ZipError::Archive(e.to_string()))?;
     if zip.has_duplicate_names() {
         return Err(ZipError::Duplicate);
     }
-    let mut zip = zip;
     let mut members = Vec::with_capacity(zip.len());
     for index in 0..zip.len() {
+        let start = data_start(&mut zip, index)?;
         let f = zip
-            .by_index_raw(index)
+            .by_index_data(index)
             .map_err(|e| ZipError::Archive(format!("member {index}: {e}")))?;
         let method = f.compression();
         let stored = method == zip::CompressionMethod::Stored;
         let deflated = method == zip::CompressionMethod::Deflated;
         members.push(Member {
             index,
+            header_start: f.header_start(),
             name: String::from_utf8_lossy(f.name_raw()).into_owned(),
             is_dir: f.is_dir(),
             stored,
             unsupported: (!stored && !deflated).then(|| format!("{method:?}")),
             encrypted: f.encrypted(),
-            data_start: f.data_start().unwrap_or(0),
+            data_start: start,
             compressed_size: f.compressed_size(),
             size: f.size(),
         });
@@ -104,7 +141,119 @@ pub fn open(bytes: &[u8]) -> Result<Archive, ZipError> {
     })
 }
 
+/// Where `torch.save` puts a member's data: after the 30-byte local header,
+/// the name, and an extra field (`FB`, its length, padding; with the ZIP64
+/// sizes and offset first when they need it) that pads the data to a
+/// 64-byte boundary.
+pub fn torch_data_start(header_start: u64, name_len: u64, size: u64) -> u64 {
+    const WIDE: u64 = 0xFFFF_FFFF;
+    let mut start = header_start
+        .saturating_add(30)
+        .saturating_add(name_len)
+        .saturating_add(4);
+    if size >= WIDE || header_start >= WIDE {
+        start = start.saturating_add(4);
+        if size >= WIDE {
+            start = start.saturating_add(16);
+        }
+        if header_start >= WIDE {
+            start = start.saturating_add(8);
+        }
+    }
+    start.saturating_add(63) & !63
+}
+
+/// Where a member's data starts, read off its local header at
+/// `header_start` in `bytes`; `None` when no local header is there.
+pub fn local_data_start(bytes: &[u8], header_start: u64) -> Option<u64> {
+    let at = usize::try_from(header_start).ok()?;
+    let h = bytes.get(at..at.checked_add(30)?)?;
+    if !h.starts_with(b"PK\x03\x04") {
+        return None;
+    }
+    let name = u64::from(u16::from_le_bytes([h[26], h[27]]));
+    let extra = u64::from(u16::from_le_bytes([h[28], h[29]]));
+    Some(header_start + 30 + name + extra)
+}
+
+/// Where an archive's central directory is, read off its last bytes
+/// (`tail`, which start at byte `tail_start` of a `len`-byte file).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Directory {
+    /// The directory's byte range.
+    At(std::ops::Range<u64>),
+    /// A ZIP64 archive: its end record (56 bytes) is at this offset.
+    Zip64Record(u64),
+    /// The end record is not in `tail`: a longer tail is needed.
+    NotInTail,
+}
+
+/// Finds the end-of-central-directory record in `tail` (scanning back for
+/// its signature) and reads where the directory is.
+pub fn locate_directory(tail: &[u8], tail_start: u64, len: u64) -> Result<Directory, ZipError> {
+    let Some(at) = (0..tail.len().saturating_sub(21))
+        .rev()
+        .find(|&i| tail[i..].starts_with(b"PK\x05\x06"))
+    else {
+        return Ok(Directory::NotInTail);
+    };
+    let e = &tail[at..];
+    let u16_at = |i: usize| u64::from(u16::from_le_bytes([e[i], e[i + 1]]));
+    let u32_at = |i: usize| u64::from(u32::from_le_bytes([e[i], e[i + 1], e[i + 2], e[i + 3]]));
+    let (entries, size, offset) = (u16_at(10), u32_at(12), u32_at(16));
+    if entries == 0xFFFF || size == 0xFFFF_FFFF || offset == 0xFFFF_FFFF {
+        // The ZIP64 locator, 20 bytes before the end record.
+        let locator = at.checked_sub(20).and_then(|l| tail.get(l..l + 20));
+        let Some(l) = locator.filter(|l| l.starts_with(b"PK\x06\x07")) else {
+            return Err(ZipError::Archive(
+                "a ZIP64 archive without its locator".into(),
+            ));
+        };
+        let mut o = [0u8; 8];
+        o.copy_from_slice(&l[8..16]);
+        let record = u64::from_le_bytes(o);
+        if record.checked_add(56).is_none_or(|end| end > len) {
+            return Err(ZipError::Archive(format!(
+                "the ZIP64 end record at byte {record} is past the file's {len} bytes"
+            )));
+        }
+        return Ok(Directory::Zip64Record(record));
+    }
+    directory_range(offset, size, tail_start + at as u64)
+}
+
+/// The directory's range from a ZIP64 end record's bytes.
+pub fn zip64_directory(record: &[u8], record_start: u64) -> Result<Directory, ZipError> {
+    if record.len() < 56 || !record.starts_with(b"PK\x06\x06") {
+        return Err(ZipError::Archive(
+            "no ZIP64 end record where its locator says".into(),
+        ));
+    }
+    let u64_at = |i: usize| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&record[i..i + 8]);
+        u64::from_le_bytes(b)
+    };
+    directory_range(u64_at(48), u64_at(40), record_start)
+}
+
+fn directory_range(offset: u64, size: u64, end: u64) -> Result<Directory, ZipError> {
+    match offset.checked_add(size) {
+        Some(stop) if stop <= end => Ok(Directory::At(offset..stop)),
+        _ => Err(ZipError::Archive(format!(
+            "the central directory ({size} bytes at byte {offset}) runs past its end record at byte {end}"
+        ))),
+    }
+}
+
 impl Archive {
+    /// Sets where member `index`'s data starts, read off its local header.
+    pub fn set_data_start(&mut self, index: usize, start: u64) {
+        if let Some(m) = self.members.get_mut(index) {
+            m.data_start = start;
+        }
+    }
+
     /// The members, in central-directory order.
     pub fn members(&self) -> &[Member] {
         &self.members

@@ -97,6 +97,12 @@ impl Checkpoint {
                 })?;
             out.extend(pin);
         }
+        // A remote zip's storages: each where its local header says.
+        for &t in tensors {
+            if let Some(shard) = self.shards.get(t.shard) {
+                shard.file.check_local_header(t.index)?;
+            }
+        }
         Ok(out)
     }
 

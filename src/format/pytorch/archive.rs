@@ -16,7 +16,7 @@ use crate::format::zip::{Archive, Member, ZipError};
 
 /// `data.pkl` entries larger than this are refused (real ones are far
 /// smaller: a pickle names tensors, it does not hold them).
-const MAX_PICKLE_BYTES: u64 = 256 << 20;
+pub(crate) const MAX_PICKLE_BYTES: u64 = 256 << 20;
 
 /// Why a torch zip cannot be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

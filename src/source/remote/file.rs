@@ -336,6 +336,38 @@ impl RemoteFile {
         }
     }
 
+    /// Makes `range` readable through the map without fetching whole
+    /// blocks: read in one request per 16 MiB ([`RemoteFile::read_exact`])
+    /// and written into the cache file, no block marked present (a block is
+    /// present only when fetched whole). For a container's directory, read
+    /// at the file's end (a zip's), where a block would bring in far more
+    /// than the records. Nothing is read when `range` is present already.
+    pub fn read_into_map(&self, range: Range<u64>) -> Result<(), RemoteError> {
+        let r = self.clamp(range);
+        if self.is_present(r.clone()) {
+            return Ok(());
+        }
+        let mut at = r.start;
+        while at < r.end {
+            let end = r.end.min(at + (16 << 20));
+            let bytes = self.read_exact(at..end)?;
+            if bytes.len() as u64 != end - at {
+                return Err(RemoteError::new(
+                    "BadResponse",
+                    format!(
+                        "{}: bytes {at}-{} came {} bytes long",
+                        url::display(&self.inner.url),
+                        end - 1,
+                        bytes.len()
+                    ),
+                ));
+            }
+            self.inner.entry.write_at(at, &bytes)?;
+            at = end;
+        }
+        Ok(())
+    }
+
     /// True when every byte of `range` is in the cache.
     pub fn is_present(&self, range: Range<u64>) -> bool {
         let r = self.clamp(range);

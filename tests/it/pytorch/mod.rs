@@ -3,7 +3,7 @@
 //! by every verb; an unsafe pickle reported by `info` and `validate` and
 //! refused by the readers, with nothing executed.
 
-mod build;
+pub(crate) mod build;
 mod fixtures;
 mod hostile;
 mod payloads;

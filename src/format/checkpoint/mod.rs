@@ -17,6 +17,9 @@ use super::stored::{ByteOrder, Encoding, Layout, Placement};
 /// The usual name of a shard index.
 pub const INDEX_FILE_NAME: &str = "model.safetensors.index.json";
 
+/// The shard index of a sharded PyTorch model.
+pub const TORCH_INDEX_NAME: &str = "pytorch_model.bin.index.json";
+
 /// Index files larger than this are refused rather than read into memory.
 pub(crate) const MAX_INDEX_BYTES: u64 = 512 * 1024 * 1024;
 

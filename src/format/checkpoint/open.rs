@@ -5,7 +5,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use super::{
-    Checkpoint, CheckpointKind, INDEX_FILE_NAME, MAX_INDEX_BYTES, Shard, TensorRef, Warning,
+    Checkpoint, CheckpointKind, INDEX_FILE_NAME, MAX_INDEX_BYTES, Shard, TORCH_INDEX_NAME,
+    TensorRef, Warning,
 };
 use crate::format::LoadError;
 use crate::format::file::StoredFile;
@@ -159,7 +160,40 @@ impl Checkpoint {
                 .and_then(|u| u.rsplit('/').next())
                 .unwrap_or("")
                 .to_owned();
-            let file = StoredFile::open_url(&url).map_err(|e| not_found(e, &name))?;
+            let file = match StoredFile::open_url(&url) {
+                // A repository of PyTorch weights only: its index, else
+                // its pytorch_model.bin.
+                Err(LoadError::Remote { error, .. })
+                    if error.kind() == "NotFound"
+                        && located.hub.as_ref().is_some_and(|h| h.path.is_none()) =>
+                {
+                    if let Some(h) = &located.hub {
+                        let endpoint = client.settings().hf_endpoint.clone();
+                        let index = h.resolve(&endpoint, TORCH_INDEX_NAME);
+                        if let Ok(Some(text)) = client.read_small(&index, MAX_INDEX_BYTES) {
+                            return Self::open_remote_index(
+                                PathBuf::from(&index),
+                                &index,
+                                &text,
+                                &not_found,
+                            );
+                        }
+                        let weights = h.resolve(&endpoint, "pytorch_model.bin");
+                        let file = StoredFile::open_url(&weights).map_err(|e| {
+                            not_found(e, "model.safetensors, model.safetensors.index.json or pytorch_model.bin")
+                        })?;
+                        return Ok(Self::single(PathBuf::from(&weights), file));
+                    }
+                    return Err(not_found(
+                        LoadError::Remote {
+                            path: path.clone(),
+                            error,
+                        },
+                        &name,
+                    ));
+                }
+                other => other.map_err(|e| not_found(e, &name))?,
+            };
             return Ok(Self::single(path, file));
         }
         let text = match located.index {
@@ -178,9 +212,21 @@ impl Checkpoint {
                     ),
                 })?,
         };
-        Self::open_index(&path, &text, &|name| {
+        Self::open_remote_index(path, &url, &text, &not_found)
+    }
+
+    /// A remote shard index at `url` (its bytes `text`): each shard opened
+    /// by the URL beside it.
+    fn open_remote_index(
+        path: PathBuf,
+        url: &str,
+        text: &[u8],
+        not_found: &(dyn Fn(LoadError, &str) -> LoadError + Sync),
+    ) -> Result<Self, LoadError> {
+        use crate::source::remote;
+        Self::open_index(&path, text, &|name| {
             let shard_url =
-                remote::sibling_url(&url, name).ok_or_else(|| LoadError::InvalidIndex {
+                remote::sibling_url(url, name).ok_or_else(|| LoadError::InvalidIndex {
                     path: path.clone(),
                     message: format!("shard name {name:?} gives no URL"),
                 })?;

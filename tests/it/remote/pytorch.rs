@@ -150,3 +150,36 @@ fn info_reads_the_end_the_directory_and_data_pkl_only() {
     };
     assert_eq!(stats(&url), stats(local.to_str().expect("utf-8")));
 }
+
+/// A Hub repository of PyTorch weights only opens by its name: its
+/// `pytorch_model.bin.index.json`, else its `pytorch_model.bin`.
+#[test]
+fn a_hub_repository_of_pytorch_weights_opens_by_its_name() {
+    let s = Server::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = dir.path().join("cache");
+    let endpoint = s.url("/hub");
+    let env = [("HF_ENDPOINT", endpoint.as_str())];
+    let weights = std::fs::read(fixtures().join("pytorch_model.bin")).expect("fixture");
+    s.file("/hub/org/one/resolve/main/pytorch_model.bin", weights);
+    let (code, out, err) = run(&cache, &env, &["info", "--json", "hf://org/one"]);
+    assert_eq!(code, 0, "{err}");
+    let doc = json(&out, &err);
+    assert_eq!(doc["format"], "pytorch", "{doc}");
+    assert_eq!(doc["tensors"].as_array().map(Vec::len), Some(12));
+    for name in [
+        "pytorch_model.bin.index.json",
+        "pytorch_model-00001-of-00002.bin",
+        "pytorch_model-00002-of-00002.bin",
+    ] {
+        let bytes = std::fs::read(fixtures().join("sharded").join(name)).expect("shard");
+        s.file(&format!("/hub/org/two/resolve/main/{name}"), bytes);
+    }
+    let (code, out, err) = run(&cache, &env, &["info", "--json", "hf://org/two"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(json(&out, &err)["tensors"].as_array().map(Vec::len), Some(5));
+    let (code, out, err) = run(&cache, &env, &["info", "--json", "hf://org/none"]);
+    assert_eq!(code, 2, "{out}");
+    let doc = json(&out, &err);
+    assert_eq!(doc["error"]["kind"], "NotFound", "{doc}");
+}

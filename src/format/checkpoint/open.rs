@@ -172,7 +172,7 @@ impl Checkpoint {
                         let index = h.resolve(&endpoint, TORCH_INDEX_NAME);
                         if let Ok(Some(text)) = client.read_small(&index, MAX_INDEX_BYTES) {
                             return Self::open_remote_index(
-                                PathBuf::from(&index),
+                                Path::new(&index),
                                 &index,
                                 &text,
                                 &not_found,
@@ -212,22 +212,22 @@ impl Checkpoint {
                     ),
                 })?,
         };
-        Self::open_remote_index(path, &url, &text, &not_found)
+        Self::open_remote_index(&path, &url, &text, &not_found)
     }
 
     /// A remote shard index at `url` (its bytes `text`): each shard opened
     /// by the URL beside it.
     fn open_remote_index(
-        path: PathBuf,
+        path: &Path,
         url: &str,
         text: &[u8],
         not_found: &(dyn Fn(LoadError, &str) -> LoadError + Sync),
     ) -> Result<Self, LoadError> {
         use crate::source::remote;
-        Self::open_index(&path, text, &|name| {
+        Self::open_index(path, text, &|name| {
             let shard_url =
                 remote::sibling_url(url, name).ok_or_else(|| LoadError::InvalidIndex {
-                    path: path.clone(),
+                    path: path.to_path_buf(),
                     message: format!("shard name {name:?} gives no URL"),
                 })?;
             StoredFile::open_url(&shard_url).map_err(|e| match not_found(e, name) {

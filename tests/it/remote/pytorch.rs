@@ -177,7 +177,10 @@ fn a_hub_repository_of_pytorch_weights_opens_by_its_name() {
     }
     let (code, out, err) = run(&cache, &env, &["info", "--json", "hf://org/two"]);
     assert_eq!(code, 0, "{err}");
-    assert_eq!(json(&out, &err)["tensors"].as_array().map(Vec::len), Some(5));
+    assert_eq!(
+        json(&out, &err)["tensors"].as_array().map(Vec::len),
+        Some(5)
+    );
     let (code, out, err) = run(&cache, &env, &["info", "--json", "hf://org/none"]);
     assert_eq!(code, 2, "{out}");
     let doc = json(&out, &err);

@@ -22,7 +22,8 @@
 //!   copy of the file (`std::fs::copy`, the kernel's own copy) and a copy
 //!   through user space (1 MiB reads and writes).
 //!
-//! Every file is deleted at the end.
+//! The files are written in a temporary folder (in `--dir` when given),
+//! deleted at the end.
 
 use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
@@ -37,7 +38,7 @@ struct Args {
     gib: f64,
     tensors: usize,
     runs: usize,
-    dir: PathBuf,
+    dir: Option<PathBuf>,
 }
 
 fn args() -> Args {
@@ -45,7 +46,7 @@ fn args() -> Args {
         gib: 1.0,
         tensors: 256,
         runs: 5,
-        dir: std::env::temp_dir().join(format!("tensorscope-bench-pytorch-{}", std::process::id())),
+        dir: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -54,7 +55,7 @@ fn args() -> Args {
             "--gib" => a.gib = value.parse().expect("--gib N"),
             "--tensors" => a.tensors = value.parse().expect("--tensors N"),
             "--runs" => a.runs = value.parse().expect("--runs N"),
-            "--dir" => a.dir = PathBuf::from(value),
+            "--dir" => a.dir = Some(PathBuf::from(value)),
             other => panic!("unknown flag {other}"),
         }
     }
@@ -157,7 +158,10 @@ fn torch_load(path: &Path, runs: usize, mmap: bool) -> Option<f64> {
         Some(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).trim().parse().ok(),
         Some(o) if !String::from_utf8_lossy(&o.stderr).contains("No module named") => {
             let err = String::from_utf8_lossy(&o.stderr);
-            eprintln!("torch.load failed: {}", err.lines().rev().take(6).collect::<Vec<_>>().join(" | "));
+            eprintln!(
+                "torch.load failed: {}",
+                err.lines().rev().take(6).collect::<Vec<_>>().join(" | ")
+            );
             None
         }
         _ => {
@@ -173,8 +177,13 @@ fn torch_load(path: &Path, runs: usize, mmap: bool) -> Option<f64> {
 
 fn main() {
     let a = args();
-    std::fs::create_dir_all(&a.dir).expect("dir");
-    let model = a.dir.join("pytorch_model.bin");
+    let holder = match &a.dir {
+        Some(d) => tempfile::tempdir_in(d),
+        None => tempfile::tempdir(),
+    }
+    .expect("a temporary folder");
+    let dir = holder.path();
+    let model = dir.join("pytorch_model.bin");
     let size = write_model(&model, a.gib, a.tensors);
     // Into the page cache.
     let mut sink = vec![0u8; 1 << 20];
@@ -210,7 +219,7 @@ fn main() {
         }
     }
 
-    let out = a.dir.join("model.safetensors");
+    let out = dir.join("model.safetensors");
     let ck = Checkpoint::open(&model).expect("opens");
     let opts = ResaveOptions::default();
     let resaved = best(a.runs.min(3), || {
@@ -219,7 +228,7 @@ fn main() {
         resave(&ck, &out, &opts, &CancelToken::new(), &Progress::new()).expect("resave");
         t.elapsed()
     });
-    let copy = a.dir.join("copy.bin");
+    let copy = dir.join("copy.bin");
     let kernel = best(a.runs.min(3), || {
         let _ = std::fs::remove_file(&copy);
         let t = Instant::now();
@@ -264,5 +273,4 @@ fn main() {
             100.0 * d.as_secs_f64() / resaved.as_secs_f64()
         );
     }
-    let _ = std::fs::remove_dir_all(&a.dir);
 }

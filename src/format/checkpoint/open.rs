@@ -266,6 +266,15 @@ impl Checkpoint {
         let metadata = object.get("metadata").cloned().unwrap_or_default();
         let total_size = metadata.get("total_size").and_then(json_u64);
 
+        // A safetensors index names safetensors shards; any other (a
+        // `pytorch_model.bin.index.json`) PyTorch files too.
+        let torch_shards = !path
+            .to_string_lossy()
+            .split(['?', '#'])
+            .next()
+            .unwrap_or("")
+            .to_ascii_lowercase()
+            .ends_with(".safetensors.index.json");
         let mut weight_map: BTreeMap<&str, &str> = BTreeMap::new();
         for (tensor, shard) in map {
             let Some(shard) = shard.as_str() else {
@@ -273,7 +282,7 @@ impl Checkpoint {
                     "weight_map entry {tensor:?} is not a file name string"
                 )));
             };
-            check_shard_name(shard).map_err(|why| {
+            check_shard_name(shard, torch_shards).map_err(|why| {
                 invalid(format!(
                     "shard name {shard:?} (for tensor {tensor:?}) {why}"
                 ))
@@ -316,9 +325,21 @@ impl Checkpoint {
                 found.entry(t.name()).or_default().push(s);
             }
         }
+        // A shard whose pickle is unsafe has no tensors built: it is
+        // reported (its globals), not a mismatch.
+        let unsafe_shards: BTreeSet<&str> = shards
+            .iter()
+            .filter(|s| {
+                s.file
+                    .pickle()
+                    .is_some_and(|p| !p.unsafe_globals.is_empty())
+            })
+            .map(|s| s.name.as_str())
+            .collect();
         for (tensor, shard) in &weight_map {
             let holders = found.get(tensor).map(Vec::as_slice).unwrap_or_default();
-            if !holders.iter().any(|&s| shards[s].name == *shard) {
+            if !unsafe_shards.contains(shard) && !holders.iter().any(|&s| shards[s].name == *shard)
+            {
                 return Err(LoadError::IndexMismatch {
                     tensor: (*tensor).to_owned(),
                     shard: (*shard).to_owned(),
@@ -450,7 +471,7 @@ fn json_u64(v: &serde_json::Value) -> Option<u64> {
 /// A shard name must be a relative path inside the index's folder. The
 /// name is checked, not the resolved path: a Hugging Face snapshot's files
 /// are symlinks into `../../blobs/` and must open.
-fn check_shard_name(name: &str) -> Result<(), &'static str> {
+fn check_shard_name(name: &str, torch: bool) -> Result<(), &'static str> {
     if name.is_empty() {
         return Err("is empty");
     }
@@ -464,8 +485,12 @@ fn check_shard_name(name: &str) -> Result<(), &'static str> {
         return Err("leaves the index's folder (`..`)");
     }
     let extension = name.rsplit_once('.').map_or("", |(_, e)| e);
-    if extension != "safetensors" && !crate::format::TORCH_EXTENSIONS.contains(&extension) {
-        return Err("does not end in .safetensors or a PyTorch file's extension");
+    if torch {
+        if extension != "safetensors" && !crate::format::TORCH_EXTENSIONS.contains(&extension) {
+            return Err("does not end in .safetensors or a PyTorch file's extension");
+        }
+    } else if extension != "safetensors" {
+        return Err("does not end in .safetensors");
     }
     Ok(())
 }
@@ -655,10 +680,11 @@ mod tests {
 
     #[test]
     fn shard_names() {
-        assert!(check_shard_name("model-00001-of-00002.safetensors").is_ok());
-        assert!(check_shard_name("sub/dir/x.safetensors").is_ok());
-        assert!(check_shard_name("a..b.safetensors").is_ok());
-        assert!(check_shard_name("pytorch_model-00001-of-00002.bin").is_ok());
+        assert!(check_shard_name("model-00001-of-00002.safetensors", false).is_ok());
+        assert!(check_shard_name("sub/dir/x.safetensors", false).is_ok());
+        assert!(check_shard_name("a..b.safetensors", false).is_ok());
+        assert!(check_shard_name("pytorch_model-00001-of-00002.bin", true).is_ok());
+        assert!(check_shard_name("pytorch_model-00001-of-00002.bin", false).is_err());
         for bad in [
             "",
             "/etc/x.safetensors",
@@ -670,7 +696,7 @@ mod tests {
             "x.bin.exe",
             "x\0.safetensors",
         ] {
-            assert!(check_shard_name(bad).is_err(), "{bad:?}");
+            assert!(check_shard_name(bad, true).is_err(), "{bad:?}");
         }
     }
 }

@@ -281,3 +281,42 @@ fn a_folder_opens_as_its_index_or_its_pytorch_model_bin() {
     assert_eq!(r.doc["pickle"]["unsafe_globals"], serde_json::json!([]));
     assert_eq!(r.doc["tensors"].as_array().map(Vec::len), Some(12));
 }
+
+/// A shard index is scanned file by file: one unsafe shard makes the
+/// model unsafe, named by `info` and `validate`, refused by the readers.
+#[test]
+fn an_index_with_an_unsafe_shard_is_reported_not_read() {
+    let cwd = work();
+    let dir = work();
+    for name in [
+        "pytorch_model.bin.index.json",
+        "pytorch_model-00001-of-00002.bin",
+    ] {
+        std::fs::copy(data_dir().join("sharded").join(name), dir.path().join(name)).expect("copy");
+    }
+    let evil = super::build::zip_of(
+        &[(
+            "archive/data.pkl",
+            b"\x80\x02csubprocess\nPopen\n\x8c\x02id\x85R.".to_vec(),
+        )],
+        false,
+    );
+    std::fs::write(dir.path().join("pytorch_model-00002-of-00002.bin"), evil).expect("write");
+    let index = dir.path().join("pytorch_model.bin.index.json");
+    let index = index.to_str().expect("utf-8");
+    let r = run(cwd.path(), &["info", index]);
+    assert!(r.code == 0 || r.code == 1, "{}", r.doc);
+    assert_eq!(
+        r.doc["pickle"]["unsafe_globals"],
+        serde_json::json!(["subprocess.Popen"]),
+        "{}",
+        r.doc
+    );
+    let r = run(cwd.path(), &["validate", index]);
+    assert_eq!((r.code, &r.doc["valid"]), (1, &false.into()), "{}", r.doc);
+    assert_eq!(r.doc["error"]["kind"], "UnsafePickle", "{}", r.doc);
+    assert!(r.doc.to_string().contains("subprocess.Popen"));
+    let r = run(cwd.path(), &["stats", index]);
+    assert_eq!(r.code, 2, "{}", r.doc);
+    assert_eq!(r.doc["error"]["kind"], "UnsafePickle");
+}

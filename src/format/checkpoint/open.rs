@@ -266,15 +266,7 @@ impl Checkpoint {
         let metadata = object.get("metadata").cloned().unwrap_or_default();
         let total_size = metadata.get("total_size").and_then(json_u64);
 
-        // A safetensors index names safetensors shards; any other (a
-        // `pytorch_model.bin.index.json`) PyTorch files too.
-        let torch_shards = !path
-            .to_string_lossy()
-            .split(['?', '#'])
-            .next()
-            .unwrap_or("")
-            .to_ascii_lowercase()
-            .ends_with(".safetensors.index.json");
+        let torch_shards = names_torch_shards(path);
         let mut weight_map: BTreeMap<&str, &str> = BTreeMap::new();
         for (tensor, shard) in map {
             let Some(shard) = shard.as_str() else {
@@ -448,6 +440,18 @@ fn open_all(
                 .unwrap_or_else(|| open_shard(name))
         })
         .collect()
+}
+
+/// A safetensors index (`*.safetensors.index.json`) names safetensors
+/// shards; any other (a `pytorch_model.bin.index.json`) PyTorch files too.
+fn names_torch_shards(index: &Path) -> bool {
+    !index
+        .to_string_lossy()
+        .split(['?', '#'])
+        .next()
+        .unwrap_or("")
+        .to_ascii_lowercase()
+        .ends_with(".safetensors.index.json")
 }
 
 /// Shards whose headers are read at once.

@@ -82,64 +82,48 @@ fn pytorch_inputs_replay() {
     assert!(replay("pytorch", &mut |data| targets::pytorch(dir.path(), data)) > 0);
 }
 
-/// The `pytorch` target's seeds (files `torch.save` wrote, legacy ones,
-/// payloads) with a few bytes changed: opcodes, lengths, zip records and
-/// storage counts broken as a byte can break them. None may panic.
-/// Cases: `PROPTEST_CASES` (default 256).
-mod pytorch_mutations {
+/// Mutated seeds of the container targets: a seed with a few bytes changed
+/// and maybe cut short (headers, opcodes, lengths, zip records, deflated
+/// streams and storage counts broken as a byte can break them). None may
+/// panic. Cases: `PROPTEST_CASES` (default 256).
+mod mutations {
     use proptest::prelude::*;
 
-    fn seeds() -> Vec<Vec<u8>> {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds/pytorch");
+    /// The seeds of a target, read once per case (they are small).
+    fn seeds(target: &str) -> Vec<Vec<u8>> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fuzz/seeds")
+            .join(target);
         super::inputs(&root)
             .iter()
             .map(|p| std::fs::read(p).expect("seed"))
             .collect()
     }
 
-    proptest! {
-        #![proptest_config(ProptestConfig { cases: super::numpy_mutations::cases(), failure_persistence: None, .. ProptestConfig::default() })]
-
-        #[test]
-        fn mutated_torch_files_never_panic(
-            seed in any::<prop::sample::Index>(),
-            edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..8),
-            cut in any::<Option<prop::sample::Index>>(),
-        ) {
-            let seeds = seeds();
-            let mut data = seed.get(&seeds).clone();
-            for (at, byte) in edits {
-                let i = at.index(data.len());
-                data[i] = byte;
-            }
-            if let Some(c) = cut {
-                data.truncate(c.index(data.len() + 1));
-            }
-            let dir = tempfile::tempdir().expect("tempdir");
-            super::targets::pytorch(dir.path(), &data);
-        }
-    }
-}
-
-/// The `numpy` target's seeds with a few bytes changed: headers, zip
-/// records and deflated streams broken in every way a byte can break them.
-/// None may panic. Cases: `PROPTEST_CASES` (default 256).
-mod numpy_mutations {
-    use proptest::prelude::*;
-
-    fn seeds() -> Vec<Vec<u8>> {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds/numpy");
-        super::inputs(&root)
-            .iter()
-            .map(|p| std::fs::read(p).expect("seed"))
-            .collect()
-    }
-
-    pub(super) fn cases() -> u32 {
+    fn cases() -> u32 {
         std::env::var("PROPTEST_CASES")
             .ok()
             .and_then(|v| v.parse().ok())
             .unwrap_or(256)
+    }
+
+    /// Seed `seed` of `target` with `edits` applied, cut at `cut`.
+    fn mutated(
+        target: &str,
+        seed: prop::sample::Index,
+        edits: Vec<(prop::sample::Index, u8)>,
+        cut: Option<prop::sample::Index>,
+    ) -> Vec<u8> {
+        let seeds = seeds(target);
+        let mut data = seed.get(&seeds).clone();
+        for (at, byte) in edits {
+            let i = at.index(data.len());
+            data[i] = byte;
+        }
+        if let Some(c) = cut {
+            data.truncate(c.index(data.len() + 1));
+        }
+        data
     }
 
     proptest! {
@@ -151,17 +135,20 @@ mod numpy_mutations {
             edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..8),
             cut in any::<Option<prop::sample::Index>>(),
         ) {
-            let seeds = seeds();
-            let mut data = seed.get(&seeds).clone();
-            for (at, byte) in edits {
-                let i = at.index(data.len());
-                data[i] = byte;
-            }
-            if let Some(c) = cut {
-                data.truncate(c.index(data.len() + 1));
-            }
+            let data = mutated("numpy", seed, edits, cut);
             let dir = tempfile::tempdir().expect("tempdir");
             super::targets::numpy(dir.path(), &data);
+        }
+
+        #[test]
+        fn mutated_torch_files_never_panic(
+            seed in any::<prop::sample::Index>(),
+            edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..8),
+            cut in any::<Option<prop::sample::Index>>(),
+        ) {
+            let data = mutated("pytorch", seed, edits, cut);
+            let dir = tempfile::tempdir().expect("tempdir");
+            super::targets::pytorch(dir.path(), &data);
         }
     }
 }

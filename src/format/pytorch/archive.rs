@@ -112,6 +112,23 @@ impl TorchZip {
     }
 }
 
+/// Parses one pickle. A pickle that stops parsing after naming an unsafe
+/// global is that unsafe file (`Ok(Err(..))`: what a scanner reports),
+/// else the parse error.
+pub(super) fn parse_scanned(bytes: &[u8]) -> Result<Result<pickle::Parsed, TorchZip>, TorchError> {
+    match pickle::parse(bytes) {
+        Ok(p) => Ok(Ok(p)),
+        Err(f) => {
+            let unsafe_globals = super::unsafe_globals(&f.globals);
+            if unsafe_globals.is_empty() {
+                Err(TorchError::Pickle(f.error))
+            } else {
+                Ok(Err(TorchZip::unsafe_file(f.globals, unsafe_globals)))
+            }
+        }
+    }
+}
+
 /// The model's entries and placements of `tensors`, each over the storage
 /// `storage_of` finds for it (one id a storage: tied weights share it),
 /// checked: the storage holds the elements its persistent id declares, and
@@ -204,17 +221,9 @@ pub fn read(bytes: &[u8], archive: &Archive) -> Result<TorchZip, TorchError> {
         None => ByteOrder::Little,
     };
     let pickle_bytes = small(pkl, MAX_PICKLE_BYTES)?;
-    let parsed = match pickle::parse(&pickle_bytes) {
+    let parsed = match parse_scanned(&pickle_bytes)? {
         Ok(p) => p,
-        Err(f) => {
-            // An unsafe global seen before the pickle stopped parsing is
-            // what a scanner reports.
-            let unsafe_globals = super::unsafe_globals(&f.globals);
-            if unsafe_globals.is_empty() {
-                return Err(TorchError::Pickle(f.error));
-            }
-            return Ok(TorchZip::unsafe_file(f.globals, unsafe_globals));
-        }
+        Err(unsafe_file) => return Ok(unsafe_file),
     };
     let unsafe_globals = super::unsafe_globals(&parsed.globals);
     let mut out = TorchZip {

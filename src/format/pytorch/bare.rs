@@ -6,7 +6,6 @@
 
 use super::archive::{TorchError, TorchZip};
 use super::objects;
-use super::pickle;
 
 /// How a bare pickle starts: `PROTO` (protocol 2 and later).
 pub const PROTO: u8 = 0x80;
@@ -15,15 +14,9 @@ pub const PROTO: u8 = 0x80;
 /// global is allowlisted. An unsafe global seen before the pickle stops
 /// parsing still makes it unsafe.
 pub fn read(bytes: &[u8]) -> Result<TorchZip, TorchError> {
-    let parsed = match pickle::parse(bytes) {
+    let parsed = match super::archive::parse_scanned(bytes)? {
         Ok(p) => p,
-        Err(f) => {
-            let unsafe_globals = super::unsafe_globals(&f.globals);
-            if unsafe_globals.is_empty() {
-                return Err(TorchError::Pickle(f.error));
-            }
-            return Ok(TorchZip::unsafe_file(f.globals, unsafe_globals));
-        }
+        Err(unsafe_file) => return Ok(unsafe_file),
     };
     let unsafe_globals = super::unsafe_globals(&parsed.globals);
     if !unsafe_globals.is_empty() {

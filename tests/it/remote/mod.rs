@@ -666,6 +666,23 @@ fn a_long_header_takes_two_requests_and_a_new_version_empties_the_cache() {
     assert_eq!(json(&out, &err)["summary"]["same"], true);
 }
 
+/// `info`, `stats` and `validate` of `url` give what they give on
+/// `local`, paths aside.
+fn same_as_local(cache: &Path, url: &str, local: &str) {
+    for verb in ["info", "stats", "validate"] {
+        let (code, out, err) = run(cache, &[], &[verb, "--json", url]);
+        assert_eq!(code, 0, "{verb} {url}: {err}");
+        let remote = json(&out, &err);
+        let (code, out, err) = run(cache, &[], &[verb, "--json", local]);
+        assert_eq!(code, 0, "{verb} {local}: {err}");
+        assert_eq!(
+            without_paths(remote),
+            without_paths(json(&out, &err)),
+            "{verb} {url}"
+        );
+    }
+}
+
 #[test]
 fn a_remote_npy_reads_as_the_local_copy_and_a_remote_npz_is_refused_clearly() {
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/numpy");
@@ -678,18 +695,7 @@ fn a_remote_npy_reads_as_the_local_copy_and_a_remote_npz_is_refused_clearly() {
         s.file(&format!("/{name}"), std::fs::read(&local).expect("fixture"));
         let url = s.url(&format!("/{name}"));
         let local = local.to_str().expect("utf-8");
-        for verb in ["info", "stats", "validate"] {
-            let (code, out, err) = run(&cache, &[], &[verb, "--json", &url]);
-            assert_eq!(code, 0, "{verb} {name}: {err}");
-            let remote = json(&out, &err);
-            let (code, out, err) = run(&cache, &[], &[verb, "--json", local]);
-            assert_eq!(code, 0, "{verb} {name}: {err}");
-            assert_eq!(
-                without_paths(remote),
-                without_paths(json(&out, &err)),
-                "{verb} {name}"
-            );
-        }
+        same_as_local(&cache, &url, local);
         let tensor = name.trim_end_matches(".npy");
         let (a, b) = (dir.path().join("a.npy"), dir.path().join("b.npy"));
         for (from, to) in [(url.as_str(), &a), (local, &b)] {

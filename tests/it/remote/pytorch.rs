@@ -30,19 +30,7 @@ fn a_remote_torch_zip_reads_as_the_local_copy() {
         let local = fixtures().join(name);
         s.file(&format!("/{name}"), std::fs::read(&local).expect("fixture"));
         let url = s.url(&format!("/{name}"));
-        let local = local.to_str().expect("utf-8");
-        for verb in ["info", "stats", "validate"] {
-            let (code, out, err) = run(&cache, &[], &[verb, "--json", &url]);
-            assert_eq!(code, 0, "{verb} {name}: {err}");
-            let remote = json(&out, &err);
-            let (code, out, err) = run(&cache, &[], &[verb, "--json", local]);
-            assert_eq!(code, 0, "{verb} {name}: {err}");
-            assert_eq!(
-                without_paths(remote),
-                without_paths(json(&out, &err)),
-                "{verb} {name}"
-            );
-        }
+        super::same_as_local(&cache, &url, local.to_str().expect("utf-8"));
     }
     // Every shard of an index, by its URL.
     for name in [

@@ -174,7 +174,9 @@ pub fn overview_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &mut
             section(ui, "Metadata");
             let shown = highlights(loaded, ov.leaves);
             if loaded.metadata.is_empty() {
-                ui.weak(if ov.leaves {
+                ui.weak(if !ov.unsafe_globals.is_empty() {
+                    "Not read: the pickle is unsafe."
+                } else if ov.leaves {
                     "No values beside the tensors."
                 } else {
                     "No __metadata__."

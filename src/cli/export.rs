@@ -26,7 +26,8 @@ use tensorscope::jobs::{CancelToken, Progress};
 /// `tensorscope export FILE TENSOR -o OUT`.
 #[derive(Debug, Args)]
 pub struct ExportArgs {
-    /// A .safetensors file, a model.safetensors.index.json, or a folder.
+    /// A checkpoint: a .safetensors, .npy/.npz or PyTorch file, a shard
+    /// index, a folder holding one, or an https:// or hf:// location.
     pub file: PathBuf,
     /// The tensor's exact name.
     pub tensor: String,

@@ -5,6 +5,7 @@
 pub mod desktop;
 mod diff;
 mod export;
+mod generate;
 mod info;
 mod json;
 mod output;
@@ -32,12 +33,16 @@ pub const EXIT_NO: i32 = 1;
 /// Exit code: an error (usage, I/O, unreadable input).
 pub const EXIT_ERROR: i32 = 2;
 
-/// Tensorscope: explore safetensors checkpoints.
+/// Tensorscope: explore machine-learning checkpoints.
 #[derive(Debug, Parser)]
 #[command(
     name = "tensorscope",
     version,
-    about = "A fast, safe explorer for safetensors checkpoints",
+    about = "A fast, safe explorer for machine-learning checkpoints (safetensors, NumPy, PyTorch)",
+    long_about = "A fast, safe explorer for machine-learning checkpoints: safetensors files and \
+shard indexes, NumPy .npy/.npz, and PyTorch files (read without running them), local or \
+remote (https://, hf://). Without a verb it opens the desktop explorer on FILE...; the \
+verbs run headless and take --json.",
     args_conflicts_with_subcommands = true
 )]
 pub struct Cli {
@@ -75,6 +80,12 @@ pub enum Verb {
     /// Write a new checkpoint: a subset, renamed, with edited metadata and
     /// converted dtypes, optionally re-sharded.
     Resave(ResaveArgs),
+    /// Print the shell completion script for bash, zsh, fish, elvish or
+    /// PowerShell (e.g. `tensorscope completions bash > ~/.local/share/bash-completion/completions/tensorscope`).
+    Completions(generate::CompletionsArgs),
+    /// Print the man page (roff), generated from these definitions.
+    #[command(hide = true)]
+    Man,
 }
 
 /// Options shared by every verb.
@@ -108,7 +119,8 @@ impl F6Order {
 /// `tensorscope info FILE`.
 #[derive(Debug, Args)]
 pub struct InfoArgs {
-    /// A .safetensors file, a model.safetensors.index.json, or a folder.
+    /// A checkpoint: a .safetensors, .npy/.npz or PyTorch file, a shard
+    /// index, a folder holding one, or an https:// or hf:// location.
     pub file: PathBuf,
     #[command(flatten)]
     pub common: Common,
@@ -117,7 +129,8 @@ pub struct InfoArgs {
 /// `tensorscope validate FILE`.
 #[derive(Debug, Args)]
 pub struct ValidateArgs {
-    /// A .safetensors file, a model.safetensors.index.json, or a folder.
+    /// A checkpoint: a .safetensors, .npy/.npz or PyTorch file, a shard
+    /// index, a folder holding one, or an https:// or hf:// location.
     pub file: PathBuf,
     #[command(flatten)]
     pub common: Common,
@@ -162,7 +175,10 @@ where
     T: Into<OsString> + Clone,
 {
     let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
-    let cli = match Cli::try_parse_from(&args) {
+    let cli = match generate::command()
+        .try_get_matches_from(&args)
+        .and_then(|m| <Cli as clap::FromArgMatches>::from_arg_matches(&m))
+    {
         Ok(cli) => cli,
         Err(e) => return Launch::Exit(usage_error(&e, &args)),
     };
@@ -194,6 +210,8 @@ pub fn run_verb(verb: Verb) -> i32 {
         Verb::Diff(a) => diff::run(&a, &mut out),
         Verb::Export(a) => export::run(&a, &mut out),
         Verb::Resave(a) => resave::run(&a, &mut out),
+        Verb::Completions(a) => generate::completions(&a),
+        Verb::Man => generate::man(),
     };
     if out.failed() { EXIT_ERROR } else { code }
 }

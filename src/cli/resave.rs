@@ -30,7 +30,8 @@ use tensorscope::resave::{
 /// `tensorscope resave FILE -o OUT`.
 #[derive(Debug, Args)]
 pub struct ResaveArgs {
-    /// A .safetensors file, a model.safetensors.index.json, or a folder.
+    /// A checkpoint: a .safetensors, .npy/.npz or PyTorch file, a shard
+    /// index, a folder holding one, or an https:// or hf:// location.
     pub file: PathBuf,
     /// The output: a .safetensors file (a folder gets model.safetensors);
     /// with --max-shard-size, a folder or an index path (….index.json).

@@ -29,7 +29,8 @@ use tensorscope::stats::{
 /// `tensorscope stats FILE`.
 #[derive(Debug, Args)]
 pub struct StatsArgs {
-    /// A .safetensors file, a model.safetensors.index.json, or a folder.
+    /// A checkpoint: a .safetensors, .npy/.npz or PyTorch file, a shard
+    /// index, a folder holding one, or an https:// or hf:// location.
     pub file: PathBuf,
     /// Only the tensor with exactly this name (repeatable).
     #[arg(long = "tensor", value_name = "NAME")]

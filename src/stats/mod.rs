@@ -53,6 +53,7 @@ pub use report::{
     CodeHistogram, Histogram, Log2Histogram, Quantiles, Scalar, ScanReport, Summary, TensorStats,
     ValueStats,
 };
+pub use simd::chosen_sets as vector_sets;
 
 use crate::dtype::decode::BitOrder;
 use crate::dtype::{Dtype, DtypeKind};

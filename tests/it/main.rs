@@ -19,6 +19,7 @@ mod quant_oracle;
 mod remote;
 mod resave;
 mod shards;
+mod shipping;
 mod stats;
 #[cfg(feature = "gui")]
 mod ui;

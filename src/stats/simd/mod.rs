@@ -27,6 +27,29 @@ use super::bins::FloatBins;
 use super::kernel::{self, F32Guess, F32Lanes, Lane, Specials, Wide};
 use super::moments::Moments;
 
+/// The vector instruction sets this CPU gives the statistics kernels, as
+/// chosen at run time (`--version` prints them): the widest first, or
+/// `portable` when none is there (or off x86-64).
+pub fn chosen_sets() -> Vec<&'static str> {
+    let mut out = Vec::new();
+    #[cfg(target_arch = "x86_64")]
+    {
+        if avx512() {
+            out.push("AVX-512 (F, BW, DQ, VL)");
+        }
+        if avx2() {
+            out.push("AVX2");
+        }
+        if std::arch::is_x86_feature_detected!("f16c") {
+            out.push("F16C");
+        }
+    }
+    if out.is_empty() {
+        out.push("portable");
+    }
+    out
+}
+
 /// Whether the AVX2 copies may run (the check is cached by the standard
 /// library: one atomic load).
 #[cfg(target_arch = "x86_64")]

@@ -94,7 +94,27 @@ pub fn encode_rgb(
     rgb: &[u8],
     text: &[(&str, &str)],
 ) -> Option<Vec<u8>> {
-    let row = width.checked_mul(3)?;
+    encode(width, height, rgb, false, text)
+}
+
+/// [`encode_rgb`] of RGBA pixels (straight alpha, 4 bytes each).
+pub fn encode_rgba(
+    width: usize,
+    height: usize,
+    rgba: &[u8],
+    text: &[(&str, &str)],
+) -> Option<Vec<u8>> {
+    encode(width, height, rgba, true, text)
+}
+
+fn encode(
+    width: usize,
+    height: usize,
+    rgb: &[u8],
+    alpha: bool,
+    text: &[(&str, &str)],
+) -> Option<Vec<u8>> {
+    let row = width.checked_mul(if alpha { 4 } else { 3 })?;
     if width == 0 || height == 0 || rgb.len() != row.checked_mul(height)? {
         return None;
     }
@@ -110,9 +130,9 @@ pub fn encode_rgb(
     let mut ihdr = Vec::with_capacity(13);
     ihdr.extend_from_slice(&w.to_be_bytes());
     ihdr.extend_from_slice(&h.to_be_bytes());
-    // 8 bits per sample, colour type 2 (RGB), deflate, adaptive filtering,
-    // no interlace.
-    ihdr.extend_from_slice(&[8, 2, 0, 0, 0]);
+    // 8 bits per sample, colour type 2 (RGB) or 6 (RGBA), deflate,
+    // adaptive filtering, no interlace.
+    ihdr.extend_from_slice(&[8, if alpha { 6 } else { 2 }, 0, 0, 0]);
     chunk(&mut out, *b"IHDR", &ihdr);
     for (key, value) in text {
         let mut data = ascii(key, 79);

@@ -19,6 +19,8 @@ mod runner;
 pub mod state;
 pub mod task;
 mod theme;
+
+pub use theme::icon_rgba;
 mod work;
 
 use std::path::PathBuf;

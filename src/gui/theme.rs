@@ -91,4 +91,16 @@ mod tests {
         let i = super::icon();
         assert_eq!(i.rgba.len(), (i.width * i.height * 4) as usize);
     }
+
+    #[test]
+    fn every_icon_size_has_clear_corners_and_an_opaque_middle() {
+        for size in [16, 32, 48, 64, 128, 256] {
+            let px = super::icon_rgba(size);
+            assert_eq!(px.len(), size * size * 4);
+            let alpha = |x: usize, y: usize| px[(y * size + x) * 4 + 3];
+            assert_eq!(alpha(0, 0), 0, "{size}");
+            assert_eq!(alpha(size - 1, size - 1), 0, "{size}");
+            assert_eq!(alpha(size / 2, size / 2), 255, "{size}");
+        }
+    }
 }

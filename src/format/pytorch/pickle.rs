@@ -104,10 +104,101 @@ pub fn parse_within(bytes: &[u8], max_built: u64) -> Result<Parsed, Failed> {
             globals: m.globals,
             end: m.pos,
         }),
-        Err(error) => Err(Failed {
-            error,
-            globals: m.globals,
-        }),
+        Err(error) => {
+            let mut globals = m.globals;
+            // Over the budget: the values stop being built, but the rest of
+            // the stream is still scanned for the globals it names, so that
+            // a bomb cannot hide an unsafe global behind it.
+            if let PickleError::TooComplex { at, .. } = error {
+                scan_globals(bytes, at, &mut globals);
+            }
+            Err(Failed { error, globals })
+        }
+    }
+}
+
+/// The globals named from byte `from` of `bytes` on, found by walking the
+/// opcodes without building anything: `GLOBAL` and `INST` by their two
+/// lines, `STACK_GLOBAL` as `?.?` (its operands are not tracked here).
+/// Stops at `STOP`, or where an opcode does not parse.
+fn scan_globals(bytes: &[u8], from: usize, globals: &mut BTreeSet<String>) {
+    let mut at = from;
+    let line = |at: &mut usize| -> Option<String> {
+        let rest = bytes.get(*at..)?;
+        let n = rest.iter().position(|&b| b == b'\n')?;
+        *at += n + 1;
+        Some(String::from_utf8_lossy(&rest[..n]).into_owned())
+    };
+    let counted = |at: &mut usize, width: usize| -> Option<()> {
+        let len = bytes.get(*at..at.checked_add(width)?)?;
+        let n = len.iter().rev().fold(0u64, |a, &x| (a << 8) | u64::from(x));
+        *at = at
+            .checked_add(width)?
+            .checked_add(usize::try_from(n).ok()?)
+            .filter(|&end| end <= bytes.len())?;
+        Some(())
+    };
+    while let Some(&op) = bytes.get(at) {
+        at += 1;
+        let step = match op {
+            b'.' => return,
+            b'c' | b'i' => line(&mut at).zip(line(&mut at)).map(|(module, name)| {
+                globals.insert(format!("{module}.{name}"));
+            }),
+            0x93 => {
+                globals.insert("?.?".to_owned());
+                Some(())
+            }
+            b'('
+            | b'0'
+            | b'1'
+            | b'2'
+            | b'N'
+            | b'R'
+            | b'a'
+            | b'b'
+            | b'd'
+            | b'}'
+            | b'e'
+            | b'l'
+            | b']'
+            | b's'
+            | b't'
+            | b')'
+            | b'u'
+            | b'Q'
+            | b'o'
+            | 0x81
+            | 0x85..=0x89
+            | 0x8f..=0x92
+            | 0x94
+            | 0x97
+            | 0x98 => Some(()),
+            b'K' | b'h' | b'q' | 0x80 | 0x82 => {
+                at += 1;
+                Some(())
+            }
+            b'M' | 0x83 => {
+                at += 2;
+                Some(())
+            }
+            b'J' | b'j' | b'r' | 0x84 => {
+                at += 4;
+                Some(())
+            }
+            b'G' | 0x95 => {
+                at += 8;
+                Some(())
+            }
+            b'I' | b'L' | b'F' | b'S' | b'V' | b'P' | b'g' | b'p' => line(&mut at).map(|_| ()),
+            b'U' | b'C' | 0x8c | 0x8a => counted(&mut at, 1),
+            b'T' | b'X' | b'B' | 0x8b => counted(&mut at, 4),
+            0x8d | 0x8e | 0x96 => counted(&mut at, 8),
+            _ => None,
+        };
+        if step.is_none() {
+            return;
+        }
     }
 }
 

@@ -264,6 +264,30 @@ fn what_a_pickle_builds_is_bounded() {
 }
 
 #[test]
+fn a_global_behind_a_bomb_is_still_named() {
+    // Past the budget, the rest of the stream is scanned for globals: every
+    // way of naming one, behind every kind of argument.
+    let mut p = b"\x80\x04](".to_vec();
+    p.extend(std::iter::repeat_n(b'N', 1_000_000));
+    p.extend_from_slice(b"e0K\x01M\x01\x00J\x01\x00\x00\x00G\x00\x00\x00\x00\x00\x00\x00\x00");
+    p.extend_from_slice(b"I12\nS'x'\n");
+    p.extend(su("text"));
+    p.extend_from_slice(b"X\x02\x00\x00\x00hiB\x01\x00\x00\x00z\x8a\x01\x05");
+    p.extend_from_slice(b"cposix\nsystem\n0(iwhat\never\n0");
+    p.extend(su("os"));
+    p.extend(su("popen"));
+    p.extend_from_slice(b"\x93.");
+    let e = parse_within(&p, 1 << 20).expect_err("over the budget");
+    assert_eq!(e.error.kind(), "TooComplex");
+    let named: Vec<&str> = e.globals.iter().map(String::as_str).collect();
+    assert_eq!(named, ["?.?", "posix.system", "what.ever"]);
+    assert_eq!(
+        super::unsafe_globals(&e.globals),
+        ["?.?", "posix.system", "what.ever"]
+    );
+}
+
+#[test]
 fn ordered_dicts_keep_their_items_and_build_is_recorded() {
     // collections.OrderedDict() filled by SETITEMS, then BUILD with its
     // _metadata, as torch.save writes a state_dict.

@@ -147,6 +147,9 @@ pub fn pytorch(dir: &Path, data: &[u8]) {
     if let Ok(parsed) = pickle::parse_within(data, 16 << 20) {
         let _ = objects::contents(&parsed.graph);
     }
+    // A small budget: most inputs run out of it, and the rest of the
+    // stream is then scanned for globals.
+    let _ = pickle::parse_within(data, 4096);
     let path = dir.join("input.pt");
     std::fs::write(&path, data).expect("the input can be written");
     let Ok(ck) = Checkpoint::open(&path) else {

@@ -15,6 +15,7 @@ mod detect;
 mod error;
 mod file;
 mod gather;
+pub mod gguf;
 pub mod numpy;
 mod parse;
 mod prepare;

@@ -47,6 +47,34 @@ pub enum Value {
     },
 }
 
+impl Value {
+    /// The value as `info --json` writes it (GGUF.md, `info`): integers
+    /// exact, FLOAT32 widened exactly (its shortest text reads back to the
+    /// same float32), a float that is not finite as `null` (JSON has no
+    /// such number), an array of more than 64 elements as `{type, len,
+    /// head}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        use serde_json::Value as J;
+        let float = |f: f64| serde_json::Number::from_f64(f).map_or(J::Null, J::Number);
+        match self {
+            Value::Unsigned(u) => J::from(*u),
+            Value::Signed(i) => J::from(*i),
+            Value::F32(f) => float(f64::from(*f)),
+            Value::F64(f) => float(*f),
+            Value::Bool(b) => J::Bool(*b),
+            Value::Str(s) => J::String(s.clone()),
+            Value::Array { elem, len, items } => {
+                let items = J::Array(items.iter().map(Value::to_json).collect());
+                if *len > FULL_ARRAY {
+                    serde_json::json!({"type": elem.name(), "len": len, "head": items})
+                } else {
+                    items
+                }
+            }
+        }
+    }
+}
+
 /// One tensor info.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TensorEntry {

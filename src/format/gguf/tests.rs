@@ -156,6 +156,24 @@ fn a_header_of_every_value_type_reads_as_written() {
 }
 
 #[test]
+fn metadata_becomes_the_json_info_prints() {
+    let h = parse(&good().bytes()).expect("parses");
+    let json: serde_json::Map<String, serde_json::Value> = h
+        .metadata
+        .iter()
+        .map(|(k, v)| (k.clone(), v.to_json()))
+        .collect();
+    assert_eq!(json["u64"].to_string(), "18446744073709551615");
+    assert_eq!(json["i64"].to_string(), "-9223372036854775808");
+    assert_eq!(json["f32"].as_f64().map(|f| f as f32), Some(0.1f32));
+    assert_eq!(json["nested"], serde_json::json!([[3], ["é\n"]]));
+    assert_eq!(json["long"]["type"], "UINT8");
+    assert_eq!(json["long"]["len"], 100);
+    assert_eq!(json["long"]["head"], serde_json::json!(vec![7; 16]));
+    assert_eq!(json["general.alignment"], 64);
+}
+
+#[test]
 fn the_type_table_is_gguf_md_s() {
     for (name, id, block, bytes) in [
         ("F32", 0, 1, 4),

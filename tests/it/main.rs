@@ -8,6 +8,7 @@ mod diff;
 mod export;
 mod fixtures;
 mod fuzz_regressions;
+mod gguf;
 mod hostile;
 mod kinds;
 mod numpy;

@@ -98,3 +98,39 @@ fn every_gguf_fixture_header_reads_as_gguf_py_reads_it() {
     }
     assert!(files >= 5, "{files} GGUF fixtures");
 }
+
+/// The block types decoded so far give gguf-py's values byte for byte.
+#[test]
+fn the_first_block_types_decode_as_gguf_py_decodes_them() {
+    use tensorscope::format::gguf::dequant::dequantize;
+    let m = manifest();
+    let entry = m["files"]
+        .as_array()
+        .and_then(|f| f.iter().find(|e| e["file"] == "types.gguf"))
+        .expect("types.gguf");
+    let bytes = std::fs::read(data_dir().join("types.gguf")).expect("fixture");
+    let h = parse(&bytes).expect("parses");
+    let mut decoded = 0;
+    for (t, w) in h
+        .tensors
+        .iter()
+        .zip(entry["tensors"].as_array().expect("tensors"))
+    {
+        if !["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0"].contains(&t.ggml_type.name()) {
+            continue;
+        }
+        let start = (h.tensor_data_offset + t.offset) as usize;
+        let stored = &bytes[start..start + stored_bytes(t).expect("size") as usize];
+        let mut values = Vec::new();
+        dequantize(t.ggml_type, stored, &mut values).expect("decodes");
+        let got: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let hex = w["hex_values"].as_str().expect("hex");
+        let want: Vec<u8> = (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex"))
+            .collect();
+        assert!(got == want, "{}: values differ from gguf-py's", t.name);
+        decoded += 1;
+    }
+    assert_eq!(decoded, 5);
+}

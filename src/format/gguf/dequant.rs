@@ -1,8 +1,8 @@
 //! The block types' values (GGUF.md, "Bit-exact decoding"), block by
 //! block, each product and sum one float32 operation in gguf-py's order
 //! (Rust contracts no multiply-add). The first decoders: the 32-element
-//! types Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0; the K-quants, the IQ types, the
-//! ternary and FP4 types come next.
+//! types Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0, and the K-quants Q4_K, Q5_K and
+//! Q6_K; Q2_K, Q3_K, the IQ types, the ternary and FP4 types come next.
 
 use super::types::GgmlType;
 
@@ -28,6 +28,51 @@ fn q4(qs: &[u8], i: usize) -> u8 {
     } else {
         qs[i - 16] >> 4
     }
+}
+
+/// The eight 6-bit scales and mins of a Q4_K/Q5_K block's 12 scale bytes.
+fn scales_mins(s: &[u8]) -> ([u8; 8], [u8; 8]) {
+    let mut sc = [0u8; 8];
+    let mut m = [0u8; 8];
+    for j in 0..4 {
+        sc[j] = s[j] & 0x3F;
+        m[j] = s[4 + j] & 0x3F;
+        sc[4 + j] = (s[8 + j] & 0x0F) | ((s[j] >> 2) & 0x30);
+        m[4 + j] = (s[8 + j] >> 4) | ((s[4 + j] >> 2) & 0x30);
+    }
+    (sc, m)
+}
+
+/// A Q4_K (no `qh`) or Q5_K block: eight sub-blocks of 32, each
+/// `(d * sc) * q - (dmin * m)`.
+fn k_quant(b: &[u8], qh: Option<&[u8]>, qs: &[u8], out: &mut Vec<f32>) {
+    let (d, dmin) = (f16(b, 0), f16(b, 2));
+    let (sc, m) = scales_mins(&b[4..16]);
+    for j in 0..8 {
+        let scale = d * f32::from(sc[j]);
+        let min = dmin * f32::from(m[j]);
+        let (chunk, shift) = (j / 2 * 32, (j % 2) * 4);
+        out.extend((0..32).map(|k| {
+            let low = (qs[chunk + k] >> shift) & 0x0F;
+            let high = qh.map_or(0, |h| ((h[k] >> j) & 1) << 4);
+            scale * f32::from(low | high) - min
+        }));
+    }
+}
+
+/// A Q6_K block: sixteen sub-blocks of 16, each `(d * scale) * (q - 32)`.
+fn q6_k(block: &[u8], out: &mut Vec<f32>) {
+    let (ql, qh, scales) = (&block[..128], &block[128..192], &block[192..208]);
+    let d = f16(block, 208);
+    out.extend((0..256).map(|e| {
+        // Element e: half `e / 128`, within it nibble row `(e % 128) / 64`
+        // of `ql` and 2-bit row `(e % 128) / 32` of `qh`.
+        let (half, within) = (e / 128, e % 128);
+        let low = (ql[half * 64 + e % 64] >> (4 * (within / 64))) & 0x0F;
+        let high = (qh[half * 32 + e % 32] >> (2 * (within / 32))) & 0x03;
+        let code = f32::from((low | (high << 4)) as i8 - 32);
+        (d * f32::from(scales[e / 16] as i8)) * code
+    }));
 }
 
 /// Appends the values of `blocks` (whole blocks of type `t`) to `out`.
@@ -68,6 +113,9 @@ pub fn dequantize(t: GgmlType, blocks: &[u8], out: &mut Vec<f32>) -> Result<(), 
                 let d = f16(b, 0);
                 out.extend(b[2..34].iter().map(|&x| f32::from(x as i8) * d));
             }
+            "Q4_K" => k_quant(b, None, &b[16..144], out),
+            "Q5_K" => k_quant(b, Some(&b[16..48]), &b[48..176], out),
+            "Q6_K" => q6_k(b, out),
             other => return Err(format!("{other} is not decoded yet")),
         }
     }

@@ -1,8 +1,8 @@
 //! The block types' values (GGUF.md, "Bit-exact decoding"), block by
 //! block, each product and sum one float32 operation in gguf-py's order
 //! (Rust contracts no multiply-add). The first decoders: the 32-element
-//! types Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0, and the K-quants Q4_K, Q5_K and
-//! Q6_K; Q2_K, Q3_K, the IQ types, the ternary and FP4 types come next.
+//! types Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0, and the K-quants Q2_K to Q6_K;
+//! the IQ types, the ternary and FP4 types come next.
 
 use super::types::GgmlType;
 
@@ -75,6 +75,40 @@ fn q6_k(block: &[u8], out: &mut Vec<f32>) {
     }));
 }
 
+/// The 2-bit code of element `e` of a 256-element block's 64 `qs` bytes:
+/// half `e / 128`, bit pair `(e % 128) / 32` of byte `e % 32`.
+fn q2(qs: &[u8], e: usize) -> u8 {
+    (qs[e / 128 * 32 + e % 32] >> (2 * ((e % 128) / 32))) & 0x03
+}
+
+/// A Q2_K block: sixteen sub-blocks of 16, each
+/// `(d * (sc & 15)) * q - (dmin * (sc >> 4))`.
+fn q2_k(block: &[u8], out: &mut Vec<f32>) {
+    let (scales, qs) = (&block[..16], &block[16..80]);
+    let (d, dmin) = (f16(block, 80), f16(block, 82));
+    out.extend((0..256).map(|e| {
+        let sc = scales[e / 16];
+        (d * f32::from(sc & 0x0F)) * f32::from(q2(qs, e)) - dmin * f32::from(sc >> 4)
+    }));
+}
+
+/// A Q3_K block: sixteen sub-blocks of 16, each `(d * (sc - 32)) * q`,
+/// q the 2-bit code less 4 where the high mask bit is clear.
+fn q3_k(block: &[u8], out: &mut Vec<f32>) {
+    let (hmask, qs, packed) = (&block[..32], &block[32..96], &block[96..108]);
+    let d = f16(block, 108);
+    let scale = |i: usize| {
+        let low = (packed[i % 8] >> (4 * (i / 8))) & 0x0F;
+        let high = (packed[8 + i % 4] >> (2 * (i / 4))) & 0x03;
+        f32::from((low | (high << 4)) as i8 - 32)
+    };
+    out.extend((0..256).map(|e| {
+        let missing = ((hmask[e % 32] >> (e / 32)) & 1) ^ 1;
+        let code = q2(qs, e) as i8 - ((missing << 2) as i8);
+        (d * scale(e / 16)) * f32::from(code)
+    }));
+}
+
 /// Appends the values of `blocks` (whole blocks of type `t`) to `out`.
 /// An error names a type with no decoder yet, or bytes that are not whole
 /// blocks.
@@ -113,6 +147,8 @@ pub fn dequantize(t: GgmlType, blocks: &[u8], out: &mut Vec<f32>) -> Result<(), 
                 let d = f16(b, 0);
                 out.extend(b[2..34].iter().map(|&x| f32::from(x as i8) * d));
             }
+            "Q2_K" => q2_k(b, out),
+            "Q3_K" => q3_k(b, out),
             "Q4_K" => k_quant(b, None, &b[16..144], out),
             "Q5_K" => k_quant(b, Some(&b[16..48]), &b[48..176], out),
             "Q6_K" => q6_k(b, out),

@@ -9,46 +9,8 @@ use eframe::egui;
 
 use crate::gui::command::Command;
 use crate::gui::safe_text;
-use crate::gui::state::{Loaded, MetaEntry, SelectMode, Tab, ViewState};
+use crate::gui::state::{SelectMode, Tab, ViewState};
 use crate::text::{elide_middle, fmt_shape, human_bytes, human_count};
-
-/// Metadata keys worth showing first when a file has them.
-/// The metadata entries the overview lists: the keys it knows, or for a
-/// pickle's leaves the shallowest ones (`epoch`, `global_step`, then
-/// `hyper_parameters.lr`, …), [`MAX_LEAVES`] at most.
-fn highlights(loaded: &Loaded, leaves: bool) -> Vec<&MetaEntry> {
-    if !leaves {
-        return loaded
-            .metadata
-            .iter()
-            .filter(|m| KNOWN_KEYS.contains(&m.key.as_str()))
-            .collect();
-    }
-    let mut all: Vec<&MetaEntry> = loaded.metadata.iter().collect();
-    all.sort_by_key(|m| (m.key.matches('.').count(), m.key.len()));
-    all.truncate(MAX_LEAVES);
-    all.sort_by(|a, b| {
-        let depth = |m: &MetaEntry| m.key.matches('.').count();
-        (depth(a), &a.key).cmp(&(depth(b), &b.key))
-    });
-    all
-}
-
-/// Leaves the overview lists at most (the Metadata page has them all).
-const MAX_LEAVES: usize = 12;
-
-const KNOWN_KEYS: [&str; 10] = [
-    "format",
-    "framework",
-    "modelspec.title",
-    "modelspec.architecture",
-    "modelspec.author",
-    "modelspec.license",
-    "ss_base_model_version",
-    "ss_network_module",
-    "ss_output_name",
-    "total_size",
-];
 
 /// Draws the overview of the tab's checkpoint.
 pub fn overview_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &mut Vec<Command>) {
@@ -172,7 +134,11 @@ pub fn overview_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &mut
             section(ui, "Architecture (config.json)");
             arch_ui(ui, ov.arch.as_ref(), &ov.checks);
             section(ui, "Metadata");
-            let shown = highlights(loaded, ov.leaves);
+            let shown: Vec<_> = loaded
+                .highlights
+                .iter()
+                .filter_map(|&i| loaded.metadata.get(i))
+                .collect();
             if loaded.metadata.is_empty() {
                 ui.weak(if !ov.unsafe_globals.is_empty() {
                     "Not read: the pickle is unsafe."

@@ -24,6 +24,8 @@ pub struct Loaded {
     pub quant: Option<Arc<QuantRows>>,
     /// What the overview shows, computed with the rest.
     pub overview: Overview,
+    /// The metadata entries the overview lists (indices into `metadata`).
+    pub highlights: Vec<usize>,
 }
 
 /// The overview's figures of a checkpoint, computed once when it opens.
@@ -120,12 +122,13 @@ impl Loaded {
     pub fn new(ck: Checkpoint) -> Self {
         let totals = dtype_totals(&ck);
         let name_rank = name_ranks(&ck);
-        let metadata = crate::diff::metadata_of(&ck)
+        let metadata: Vec<MetaEntry> = crate::diff::metadata_of(&ck)
             .into_iter()
             .map(|(key, value)| MetaEntry::new(key, value))
             .collect();
         let quant = crate::quant::detect(&ck).map(|q| Arc::new(QuantRows::new(&ck, q)));
         let overview = Overview::of(&ck, quant.as_deref(), totals.1.parameters);
+        let highlights = highlights(&metadata, overview.leaves);
         Self {
             ck: Arc::new(ck),
             totals,
@@ -133,9 +136,44 @@ impl Loaded {
             metadata,
             quant,
             overview,
+            highlights,
         }
     }
 }
+
+/// The metadata entries the overview lists: the keys it knows, or for a
+/// pickle's leaves the shallowest ones (`epoch`, `global_step`, then
+/// `hyper_parameters.lr`, …), [`MAX_LEAVES`] at most, shallowest first.
+fn highlights(metadata: &[MetaEntry], leaves: bool) -> Vec<usize> {
+    if !leaves {
+        return (0..metadata.len())
+            .filter(|&i| KNOWN_KEYS.contains(&metadata[i].key.as_str()))
+            .collect();
+    }
+    let depth = |i: usize| metadata[i].key.matches('.').count();
+    let mut all: Vec<usize> = (0..metadata.len()).collect();
+    all.sort_by_key(|&i| (depth(i), metadata[i].key.len()));
+    all.truncate(MAX_LEAVES);
+    all.sort_by(|&a, &b| (depth(a), &metadata[a].key).cmp(&(depth(b), &metadata[b].key)));
+    all
+}
+
+/// Leaves the overview lists at most (the Metadata page has them all).
+const MAX_LEAVES: usize = 12;
+
+/// Metadata keys worth showing first when a file has them.
+const KNOWN_KEYS: [&str; 10] = [
+    "format",
+    "framework",
+    "modelspec.title",
+    "modelspec.architecture",
+    "modelspec.author",
+    "modelspec.license",
+    "ss_base_model_version",
+    "ss_network_module",
+    "ss_output_name",
+    "total_size",
+];
 
 /// One `__metadata__` entry, with what the metadata pane shows of it.
 #[derive(Debug, Clone)]

@@ -104,6 +104,22 @@ pub struct InfoDoc {
     /// the allowlist (absent for other containers).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pickle: Option<PickleDoc>,
+    /// A GGUF file's own header (the first part's, for a split model).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gguf: Option<GgufDoc>,
+}
+
+/// `info --json`'s `gguf` object (GGUF.md, `info`).
+#[derive(Debug, Serialize)]
+pub struct GgufDoc {
+    /// 2 or 3.
+    pub version: u32,
+    /// `general.alignment`, or 32.
+    pub alignment: u64,
+    /// Where the data section starts (absolute).
+    pub tensor_data_offset: u64,
+    /// Every key, by GGUF.md's rules (long arrays summarised).
+    pub metadata: serde_json::Map<String, serde_json::Value>,
 }
 
 /// `info --json`'s `pickle` object.
@@ -151,12 +167,22 @@ impl InfoDoc {
                 } else {
                     facts.data_range.as_ref().map(|r| [r.start, r.end])
                 };
+                // A GGUF tensor is its ggml type and row-major shape (a block
+                // type's stored bytes are its part, for the other verbs).
+                let gguf = ck.shards()[t.shard()]
+                    .file()
+                    .gguf()
+                    .and_then(|g| Some((*g.types.get(t.index())?, g.shapes.get(t.index())?)));
+                let (dtype, shape) = match gguf {
+                    Some((ty, shape)) => (ty.name(), shape.clone()),
+                    None => (info.dtype().name(), info.shape().to_vec()),
+                };
                 TensorDoc {
                     name: info.name().to_owned(),
-                    dtype: info.dtype().name(),
-                    shape: info.shape().to_vec(),
+                    dtype,
+                    numel: shape.iter().product(),
+                    shape,
                     data_offsets,
-                    numel: info.numel(),
                     nbytes: info.nbytes(),
                     shard: sharded.then(|| ck.shards()[t.shard()].name().to_owned()),
                     byte_order: (facts.byte_order != ByteOrder::Little)
@@ -232,6 +258,16 @@ impl InfoDoc {
             warnings: ck.warnings().to_vec(),
             quantization: tensorscope::quant::detect(ck).map(|q| QuantDoc::new(ck, &q)),
             pickle: pickle_doc(ck),
+            gguf: ck
+                .shards()
+                .first()
+                .and_then(|s| s.file().gguf())
+                .map(|g| GgufDoc {
+                    version: g.version,
+                    alignment: g.alignment,
+                    tensor_data_offset: g.tensor_data_offset,
+                    metadata: g.metadata_json(),
+                }),
         }
     }
 

@@ -91,6 +91,20 @@ fn compare(
     progress.add(na + nb);
     // A dequantized weight and its original differ in dtype by design.
     finish(&mut out, &acc, numel, false);
+    // Two weights of one scheme whose stored parts are the same bytes are
+    // identical (a GGUF against itself), not merely equal in value.
+    if let (Item::Logical(la), Item::Logical(lb)) = (ia, ib)
+        && out.status == Status::Equal
+        && la.label() == lb.label()
+        && la.parts().len() == lb.parts().len()
+        && la
+            .parts()
+            .iter()
+            .zip(lb.parts())
+            .all(|((ra, pa), (rb, pb))| ra == rb && a.bytes(*pa) == b.bytes(*pb))
+    {
+        out.status = Status::Identical;
+    }
     Ok(Some(out))
 }
 

@@ -27,6 +27,8 @@ pub enum ContainerKind {
     Pytorch,
     /// A bare pickle: no tensors, only what its pickle names.
     Pickle,
+    /// A GGUF file (llama.cpp's), or the parts of a split one.
+    Gguf,
 }
 
 impl ContainerKind {
@@ -37,14 +39,15 @@ impl ContainerKind {
             ContainerKind::Numpy => "numpy",
             ContainerKind::Pytorch => "pytorch",
             ContainerKind::Pickle => "pickle",
+            ContainerKind::Gguf => "gguf",
         }
     }
 
     /// True when the container's tensors lie in one data section that
-    /// their `data_offsets` count from (safetensors); false when they are
-    /// anywhere in the file (NumPy).
+    /// their `data_offsets` count from (safetensors, GGUF); false when
+    /// they are anywhere in the file (NumPy).
     pub const fn has_data_section(self) -> bool {
-        matches!(self, ContainerKind::Safetensors)
+        matches!(self, ContainerKind::Safetensors | ContainerKind::Gguf)
     }
 
     /// The name people know the container by, for the explorer.
@@ -54,6 +57,7 @@ impl ContainerKind {
             ContainerKind::Numpy => "NumPy",
             ContainerKind::Pytorch => "PyTorch",
             ContainerKind::Pickle => "Python pickle",
+            ContainerKind::Gguf => "GGUF",
         }
     }
 }
@@ -110,8 +114,11 @@ pub struct StoredFile {
     /// A remote torch zip: where its storages' local headers are, checked
     /// when each is fetched.
     unverified: Option<remote_zip::Unverified>,
+    /// What a GGUF file says beyond its tensors.
+    gguf: Option<super::gguf::open::GgufParts>,
 }
 
+mod gguf_remote;
 mod remote_zip;
 
 /// The tensor name of a local `.npy` at `path`: its file name less `.npy`.
@@ -206,6 +213,9 @@ impl StoredFile {
             error: rejected.error.clone(),
             repeated: rejected.repeated.clone(),
         };
+        if source.bytes().starts_with(super::gguf::header::MAGIC) {
+            return Self::gguf_file(path, source);
+        }
         // A remote file: its first block is in the cache. A `.npy` is read
         // by ranges as a safetensors file is (its header fetched whole
         // first); an archive, whose directory is at its end, is not.
@@ -328,6 +338,53 @@ impl StoredFile {
         Ok(file)
     }
 
+    /// A GGUF file read into the model: its header parsed (for a remote
+    /// file, fetched in bounded steps first: see [`gguf_remote`]).
+    fn gguf_file(path: PathBuf, source: Source) -> Result<Self, LoadError> {
+        let error = |error| LoadError::Gguf {
+            path: path.clone(),
+            error,
+        };
+        let opened = match source.remote() {
+            Some(remote) => gguf_remote::open(remote).map_err(|e| match e {
+                gguf_remote::Failure::Gguf(e) => error(e),
+                gguf_remote::Failure::Remote(e) => LoadError::Remote {
+                    path: path.clone(),
+                    error: e,
+                },
+            })?,
+            None => super::gguf::open::open(source.bytes(), source.len()).map_err(error)?,
+        };
+        // What the explorer lists and a resave carries as `__metadata__`:
+        // every key but the arrays `info` summarises (a vocabulary), as
+        // text (a string as itself, anything else its JSON).
+        let texts = opened
+            .parts
+            .metadata
+            .iter()
+            .filter(|(_, v)| !v.is_summarised())
+            .map(|(k, v)| {
+                let text = match v {
+                    super::gguf::header::Value::Str(s) => s.clone(),
+                    other => other.to_json().to_string(),
+                };
+                (k.clone(), text)
+            })
+            .collect();
+        let header = Header::of_container(opened.header_len, opened.tensors)
+            .with_data_start(opened.header_len)
+            .with_metadata(texts);
+        let mut file = Self::assemble(path, source, header, ContainerKind::Gguf, Vec::new(), None);
+        file.gguf = Some(opened.parts);
+        Ok(file)
+    }
+
+    /// What a GGUF file says beyond its tensors (`None` for other
+    /// containers).
+    pub fn gguf(&self) -> Option<&super::gguf::open::GgufParts> {
+        self.gguf.as_ref()
+    }
+
     /// What a PyTorch file's pickle says (`None` for other containers).
     pub fn pickle(&self) -> Option<&super::pytorch::PickleReport> {
         self.pickle.as_ref()
@@ -400,6 +457,7 @@ impl StoredFile {
             zip: None,
             pickle: None,
             unverified: None,
+            gguf: None,
         }
     }
 
@@ -520,6 +578,9 @@ impl StoredFile {
     pub fn metadata_values(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
         if let Some(p) = &self.pickle {
             return Some(p.leaves.iter().cloned().collect());
+        }
+        if let Some(g) = &self.gguf {
+            return Some(g.metadata_json());
         }
         self.header.metadata().map(|m| {
             m.iter()

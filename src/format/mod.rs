@@ -46,6 +46,7 @@ pub const CHECKPOINT_EXTENSIONS: &[&str] = &[
     "pt",
     "pth",
     "ckpt",
+    "gguf",
 ];
 
 /// The extensions PyTorch files have (`pytorch_model.bin`, `model.pt`,
@@ -147,6 +148,13 @@ pub enum LoadError {
         /// What is wrong, or the globals it would import.
         error: pytorch::archive::TorchError,
     },
+    /// A GGUF file that is refused (GGUF.md).
+    Gguf {
+        /// The file.
+        path: PathBuf,
+        /// Which rule it breaks, with the evidence.
+        error: gguf::header::GgufError,
+    },
     /// A remote file could not be read (HTTP, the cache), or changed on
     /// the server.
     Remote {
@@ -180,6 +188,7 @@ impl LoadError {
             LoadError::Changed { .. } => "Changed",
             LoadError::Numpy { error, .. } => error.kind(),
             LoadError::Pytorch { error, .. } => error.kind(),
+            LoadError::Gguf { error, .. } => error.kind(),
             LoadError::Remote { error, .. } => error.kind(),
         }
     }
@@ -206,6 +215,7 @@ impl LoadError {
             | LoadError::Changed { path, .. }
             | LoadError::Numpy { path, .. }
             | LoadError::Pytorch { path, .. }
+            | LoadError::Gguf { path, .. }
             | LoadError::Remote { path, .. } => path,
         }
     }
@@ -312,6 +322,7 @@ impl LoadError {
             LoadError::Remote { error, .. } => error.message().to_owned(),
             LoadError::Numpy { error, .. } => error.to_string(),
             LoadError::Pytorch { error, .. } => error.to_string(),
+            LoadError::Gguf { error, .. } => error.to_string(),
             LoadError::Changed { was, now, .. } => {
                 format!(
                     "the file changed while being read: it is now {now} bytes, {was} were expected; reopen it"

@@ -134,6 +134,13 @@ impl Header {
         }
     }
 
+    /// The header of a container whose entries' offsets count from a data
+    /// section at `data_start` (GGUF's), not from the file's start.
+    pub(crate) fn with_data_start(mut self, data_start: u64) -> Self {
+        self.data_start = data_start;
+        self
+    }
+
     /// The header with `metadata` as its `__metadata__` (a container's own
     /// key → text pairs, such as a PyTorch file's non-tensor leaves), so
     /// that the explorer shows it and a resave carries it.

@@ -21,6 +21,7 @@
 mod bnb;
 mod counts;
 mod ct;
+mod gguf;
 mod gptq;
 mod luts;
 mod minifloat;
@@ -121,7 +122,15 @@ impl<'a> Dequantizer<'a> {
             } => (-128, 127),
             Layout::Scaled { .. } => (0, 255),
             Layout::Minifloat { code, .. } => (0, (1 << code.bits()) - 1),
+            Layout::Gguf { .. } => (0, 0),
         }
+    }
+
+    /// False for a layout whose elements have no one integer code to
+    /// count (GGUF's block types: their codes index grids, or are split
+    /// over bit planes); its statistics then have no code histogram.
+    pub fn has_codes(&self) -> bool {
+        !matches!(self.layout, Layout::Gguf { .. })
     }
 
     /// What each code stands for before scaling, for codes that stand for
@@ -241,6 +250,7 @@ impl<'a> Dequantizer<'a> {
                 self.dtype_of(scales, Dtype::BF16),
                 n * (cols / group.max(1)) + k / group.max(1),
             ),
+            Layout::Gguf { .. } => return None,
         })
     }
 
@@ -335,6 +345,7 @@ impl<'a> Dequantizer<'a> {
             | Layout::Scaled { scale, .. }
             | Layout::Minifloat { scale, .. } => Some((scale.t, scale.dtype)),
             Layout::Bnb4 { absmax, .. } => Some((*absmax, Dtype::F32)),
+            Layout::Gguf { .. } => None,
         }
     }
 
@@ -418,6 +429,7 @@ impl<'a> Dequantizer<'a> {
             Layout::Minifloat { .. } => self.minifloat(n, k0, out),
             Layout::Bnb4 { .. } => self.bnb4(n, k0, out),
             Layout::MlxAffine { .. } => self.mlx(n, k0, out),
+            Layout::Gguf { .. } => self.gguf(n, k0, out),
         }
     }
 

@@ -11,6 +11,7 @@ use serde_json::Value;
 mod bnb;
 mod ct;
 mod fp8;
+mod gguf;
 mod gptoss;
 mod gptq;
 mod mlx;
@@ -129,6 +130,12 @@ pub(crate) enum Layout {
         numel: u64,
         blocksize: u64,
     },
+    /// A GGUF block type: rows of `k / block` blocks of `ty` in `blocks`.
+    Gguf {
+        blocks: TensorRef,
+        ty: crate::format::gguf::types::GgmlType,
+        k: u64,
+    },
     /// MLX affine: `weight U32 [N, K*b/32]`, `scales`/`biases [N, K/G]`.
     MlxAffine {
         weight: TensorRef,
@@ -238,6 +245,7 @@ fn config_allows(method: &str, scheme: Scheme) -> bool {
         Scheme::GptOssMxfp4 => m == "mxfp4",
         Scheme::Bnb4 | Scheme::Bnb8 => m == "bitsandbytes",
         Scheme::MlxAffine => m == "mlx",
+        Scheme::Gguf => m == "gguf",
         Scheme::Other => true,
     }
 }
@@ -262,6 +270,9 @@ fn known_method(m: &str) -> bool {
 
 /// Every logical tensor of a checkpoint, in the order of their first part.
 pub(super) fn logical_tensors(ck: &Checkpoint, config: &QuantConfig) -> Vec<LogicalTensor> {
+    if ck.container() == crate::format::ContainerKind::Gguf {
+        return gguf::logical_tensors(ck);
+    }
     // Most checkpoints are plain: without a config, and with no tensor
     // whose role only quantized weights have, nothing is grouped (a
     // million-tensor header costs one pass over its names).

@@ -72,6 +72,9 @@ pub enum Scheme {
     Bnb8,
     /// MLX affine (codes in U32 with scales and biases).
     MlxAffine,
+    /// A GGUF block type (Q4_0 … Q6_K, the IQ types, TQ1_0/TQ2_0,
+    /// MXFP4, NVFP4): blocks of codes with their scales inside.
+    Gguf,
     /// A scheme recognized by its signature or config whose decoding is not
     /// supported (EXL2, EXL3, Marlin, HQQ, torchao, …).
     Other,
@@ -94,6 +97,7 @@ impl Scheme {
             Scheme::Bnb4 => "bnb-4bit",
             Scheme::Bnb8 => "bnb-int8",
             Scheme::MlxAffine => "mlx-affine",
+            Scheme::Gguf => "gguf",
             Scheme::Other => "other",
         }
     }
@@ -287,7 +291,12 @@ pub fn detect(ck: &Checkpoint) -> Option<Quantization> {
         .and_then(|s| s.file().header().metadata())
         .and_then(|m| m.get("format"))
         .map(String::as_str);
-    let config = config::find(ck.path(), format);
+    // A GGUF carries its types in its tensor infos: no config is looked for.
+    let config = if ck.container() == crate::format::ContainerKind::Gguf {
+        QuantConfig::default()
+    } else {
+        config::find(ck.path(), format)
+    };
     let tensors = detect::logical_tensors(ck, &config);
     if tensors.is_empty() && (config.method.is_none() || config.method.as_deref() == Some("mlx")) {
         return None;

@@ -23,7 +23,9 @@ use crate::fsio::same_file;
 ///   (the folder is created if missing), with the shards beside it.
 pub fn plan(ck: &Checkpoint, out: &Path, opts: &ResaveOptions) -> Result<ResavePlan, ResaveError> {
     let selected = select(ck, opts)?;
-    let quant = if opts.dequantize {
+    // A GGUF's block types are always written as their values: their
+    // stored bytes are no tensor another reader could use.
+    let quant = if opts.dequantize || ck.container() == crate::format::ContainerKind::Gguf {
         crate::quant::detect(ck)
     } else {
         None

@@ -57,6 +57,17 @@ pub struct CodeCounts {
     pub code_values: Option<Vec<f64>>,
 }
 
+impl CodeCounts {
+    /// No code histogram (a layout without one integer code per element).
+    fn none() -> Self {
+        Self {
+            values: Vec::new(),
+            counts: Vec::new(),
+            code_values: None,
+        }
+    }
+}
+
 /// The distribution of a logical tensor's scales.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ScaleStats {
@@ -145,8 +156,17 @@ pub fn logical_stats(
         ),
         None => (
             float::stats(&DequantView(&dq), options, cancel, progress)?.with_ratio(),
-            code_counts(&dq, cancel, progress)?,
+            if dq.has_codes() {
+                code_counts(&dq, cancel, progress)?
+            } else {
+                CodeCounts::none()
+            },
         ),
+    };
+    let codes = if dq.has_codes() {
+        codes
+    } else {
+        CodeCounts::none()
     };
     let scales = scale_stats(ck, &dq, options, cancel)?;
     ck.check_unchanged(&parts)?;

@@ -8,6 +8,8 @@
 
 use super::types::{GgmlType, ValueType};
 
+/// A GGUF file's first four bytes.
+pub const MAGIC: &[u8] = b"GGUF";
 /// Arrays of more elements than this are summarised (GGUF.md, `info`).
 pub const FULL_ARRAY: u64 = 64;
 /// Elements a summarised array keeps.
@@ -48,6 +50,17 @@ pub enum Value {
 }
 
 impl Value {
+    /// True for an array `info` summarises (more than [`FULL_ARRAY`]
+    /// elements), at any depth.
+    pub fn is_summarised(&self) -> bool {
+        match self {
+            Value::Array { len, items, .. } => {
+                *len > FULL_ARRAY || items.iter().any(Value::is_summarised)
+            }
+            _ => false,
+        }
+    }
+
     /// The value as `info --json` writes it (GGUF.md, `info`): integers
     /// exact, FLOAT32 widened exactly (its shortest text reads back to the
     /// same float32), a float that is not finite as `null` (JSON has no
@@ -128,6 +141,10 @@ pub enum GgufError {
         what: String,
         /// Bytes it needed.
         need: u64,
+        /// Where the header ends at the least: the smallest sizes of
+        /// everything declared and not yet read (what a remote reader may
+        /// fetch in one step).
+        reach: u64,
     },
     /// A count or length that the rest of the file cannot hold.
     #[error("{what} is {count}, more than the {left} bytes left can hold")]
@@ -167,14 +184,26 @@ impl GgufError {
 }
 
 struct Reader<'a> {
+    /// The bytes at hand: the whole file, or (remote) a prefix of it.
     bytes: &'a [u8],
+    /// The whole file's length, that counts and lengths are checked against.
+    file_len: u64,
     pos: usize,
     kept: u64,
+    /// The smallest number of bytes still to come for what was declared
+    /// and not yet read (pairs, tensor infos, array elements).
+    owed: u64,
 }
 
 impl<'a> Reader<'a> {
+    /// Bytes at hand after the position.
     fn left(&self) -> u64 {
         (self.bytes.len() - self.pos) as u64
+    }
+
+    /// Bytes of the file after the position.
+    fn file_left(&self) -> u64 {
+        self.file_len.saturating_sub(self.pos as u64)
     }
 
     fn take(&mut self, n: u64, what: &str) -> Result<&'a [u8], GgufError> {
@@ -183,6 +212,9 @@ impl<'a> Reader<'a> {
                 at: self.pos as u64,
                 what: what.to_owned(),
                 need: n - self.left(),
+                reach: (self.pos as u64)
+                    .saturating_add(n)
+                    .saturating_add(self.owed),
             });
         }
         let n = n as usize;
@@ -206,11 +238,11 @@ impl<'a> Reader<'a> {
     /// A string's bytes: a u64 length, checked against what is left.
     fn string_bytes(&mut self, what: &str) -> Result<&'a [u8], GgufError> {
         let len = self.u64(what)?;
-        if len > self.left() {
+        if len > self.file_left() {
             return Err(GgufError::Count {
                 what: format!("the length of {what}"),
                 count: len,
-                left: self.left(),
+                left: self.file_left(),
             });
         }
         self.take(len, what)
@@ -219,11 +251,11 @@ impl<'a> Reader<'a> {
     /// A count of items of at least `min` bytes each, checked against the
     /// bytes left.
     fn check_count(&self, count: u64, min: u64, what: &str) -> Result<(), GgufError> {
-        if count.checked_mul(min).is_none_or(|n| n > self.left()) {
+        if count.checked_mul(min).is_none_or(|n| n > self.file_left()) {
             return Err(GgufError::Count {
                 what: what.to_owned(),
                 count,
-                left: self.left(),
+                left: self.file_left(),
             });
         }
         Ok(())
@@ -280,8 +312,11 @@ impl<'a> Reader<'a> {
                 self.check_count(len, elem.min_bytes(), "an array's length")?;
                 let kept = if len > FULL_ARRAY { ARRAY_HEAD } else { len };
                 let mut items = Vec::new();
+                let min = elem.min_bytes();
+                self.owed = self.owed.saturating_add(len * min);
                 for i in 0..len {
                     let keep_this = keep && i < kept;
+                    self.owed = self.owed.saturating_sub(min);
                     let v = self.value(elem, depth + 1, keep_this)?;
                     if keep_this {
                         self.keep()?;
@@ -297,6 +332,16 @@ impl<'a> Reader<'a> {
 /// Reads the header at the start of `bytes` (the whole file: tensor
 /// offsets and sizes are checked against it).
 pub fn parse(bytes: &[u8]) -> Result<GgufHeader, GgufError> {
+    parse_prefix(bytes, bytes.len() as u64)
+}
+
+/// Reads the header from `bytes`, the first bytes of a file of `file_len`
+/// bytes (a remote file's fetched start): counts, lengths and tensor
+/// ranges are checked against the whole file; a read past `bytes` is a
+/// [`GgufError::Truncated`] whose `at + need` says how far the header
+/// reaches so far.
+pub fn parse_prefix(bytes: &[u8], file_len: u64) -> Result<GgufHeader, GgufError> {
+    let file_len = file_len.max(bytes.len() as u64);
     if bytes.is_empty() {
         return Err(GgufError::Magic("the file is empty".into()));
     }
@@ -308,8 +353,10 @@ pub fn parse(bytes: &[u8]) -> Result<GgufHeader, GgufError> {
     }
     let mut r = Reader {
         bytes,
+        file_len,
         pos: 4,
         kept: 0,
+        owed: 0,
     };
     let version = r.u32("the version")?;
     if version != 2 && version != 3 {
@@ -321,10 +368,12 @@ pub fn parse(bytes: &[u8]) -> Result<GgufHeader, GgufError> {
     // a name length, n_dims, a type and an offset.
     r.check_count(n_kv, 13, "the key/value count")?;
     r.check_count(n_tensors, 24, "the tensor count")?;
-    let mut metadata: Vec<(String, Value)> = Vec::with_capacity(n_kv as usize);
+    let mut metadata: Vec<(String, Value)> = Vec::with_capacity(n_kv.min(4096) as usize);
     let mut keys = std::collections::HashSet::new();
     let mut alignment_type = None;
+    r.owed = (n_kv * 13).saturating_add(n_tensors * 24);
     for _ in 0..n_kv {
+        r.owed = r.owed.saturating_sub(13);
         let key = utf8(r.string_bytes("a key")?, "a key")?;
         if !keys.insert(key.clone()) {
             return Err(GgufError::Invalid(format!("key {key:?} appears twice")));
@@ -356,9 +405,10 @@ pub fn parse(bytes: &[u8]) -> Result<GgufHeader, GgufError> {
             )));
         }
     };
-    let mut tensors: Vec<TensorEntry> = Vec::with_capacity(n_tensors as usize);
+    let mut tensors: Vec<TensorEntry> = Vec::with_capacity(n_tensors.min(4096) as usize);
     let mut names = std::collections::HashSet::new();
     for _ in 0..n_tensors {
+        r.owed = r.owed.saturating_sub(24);
         let name = utf8(r.string_bytes("a tensor name")?, "a tensor name")?;
         if !names.insert(name.clone()) {
             return Err(GgufError::Invalid(format!(
@@ -386,7 +436,7 @@ pub fn parse(bytes: &[u8]) -> Result<GgufHeader, GgufError> {
     }
     let end = r.pos as u64;
     let tensor_data_offset = end.div_ceil(alignment).saturating_mul(alignment);
-    let data_len = (bytes.len() as u64).saturating_sub(tensor_data_offset);
+    let data_len = file_len.saturating_sub(tensor_data_offset);
     for t in &tensors {
         let n = stored_bytes(t).map_err(GgufError::Invalid)?;
         if t.offset.checked_add(n).is_none_or(|e| e > data_len) {

@@ -1,12 +1,13 @@
-//! GGUF, llama.cpp's container (GGUF.md). This first part is the header
-//! reader ([`header`]: the key/value table, the tensor infos, the data
-//! section's start, every count and length checked against the file) and
-//! the type tables ([`types`]) and the first block decoders ([`dequant`]);
-//! opening a GGUF as a checkpoint, the other decoders and the verbs build
-//! on it.
+//! GGUF, llama.cpp's container (GGUF.md): the header reader ([`header`]:
+//! the key/value table, the tensor infos, the data section's start, every
+//! count and length checked against the file), the type tables
+//! ([`types`]), the file into the model ([`open`]: stored types as their
+//! dtype, block types as their bytes for the quantization layer) and the
+//! block types' values ([`dequant`]).
 
 pub mod dequant;
 pub mod header;
+pub mod open;
 pub mod types;
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ Files:
                                 every value type, default alignment (32)
   llama_tiny.gguf               a tiny Llama as convert_hf_to_gguf.py lays it out
                                 (Q/K permuted), general.alignment 64
+  llama_tiny_q4_0.gguf          the same model quantized Q4_0 (norms F32, embeddings Q8_0)
   llama_tiny_hf/                its Hugging Face original (model.safetensors,
                                 config.json)
   split/tiny-0000N-of-00002.gguf  a two-part split model (GGUFWriter's splitter)
@@ -628,6 +629,71 @@ def vocab() -> tuple[list, list, list]:
     return tokens, scores, types
 
 
+def llama_writer(name: str, file_type) -> gguf.GGUFWriter:
+    """The tiny Llama's metadata, as convert_hf_to_gguf.py writes it."""
+    w = gguf.GGUFWriter(None, "llama")
+    w.add_type("model")
+    # (The name's length puts the end of the tensor infos where rounding up
+    # to 32 and to 64 differ, so a reader that ignores general.alignment
+    # finds the wrong data section.)
+    w.add_name(name)
+    w.add_custom_alignment(64)
+    w.add_block_count(N_LAYER)
+    w.add_context_length(256)
+    w.add_embedding_length(N_EMBD)
+    w.add_feed_forward_length(N_FF)
+    w.add_head_count(H)
+    w.add_head_count_kv(H_KV)
+    w.add_rope_freq_base(10000.0)
+    w.add_layer_norm_rms_eps(1e-05)
+    w.add_file_type(file_type)
+    w.add_vocab_size(VOCAB)
+    w.add_rope_dimension_count(HEAD_DIM)
+    tokens, scores, ttypes = vocab()
+    w.add_tokenizer_model("llama")
+    w.add_token_list(tokens)
+    w.add_token_scores(scores)
+    w.add_token_types(ttypes)
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+    w.add_unk_token_id(0)
+    w.add_add_bos_token(True)
+    w.add_add_eos_token(False)
+    w.add_quantization_version(gguf.GGML_QUANT_VERSION)
+    return w
+
+
+def make_llama_q4_0() -> None:
+    """The tiny Llama quantized as llama-quantize's Q4_0 lays it out: the
+    layers' matrices Q4_0, token_embd and output Q8_0, norms F32 (values
+    from gguf.quants.quantize of the float32 weights)."""
+    sd = hf_state_dict()
+    w = llama_writer("Tensorscope Tiny Llama Q4_0", gguf.LlamaFileType.MOSTLY_Q4_0)
+    written: dict = {}
+    for hf_name in sorted(sd):
+        data = sd[hf_name].astype(np.float32)
+        if hf_name.endswith("q_proj.weight"):
+            data = permute(data, H, H)
+        elif hf_name.endswith("k_proj.weight"):
+            data = permute(data, H, H_KV)
+        name = HF_TO_GGUF[hf_name]
+        if data.ndim == 1:
+            add(w, written, name, data)
+            continue
+        qt = QT.Q8_0 if name in ("token_embd.weight", "output.weight") else QT.Q4_0
+        add(w, written, name, gguf.quants.quantize(np.ascontiguousarray(data), qt), qt)
+    write_gguf(OUT / "llama_tiny_q4_0.gguf", w)
+    e = describe("llama_tiny_q4_0.gguf",
+                 "llama_tiny.gguf's model quantized as llama-quantize Q4_0 lays it out: the "
+                 "layers' matrices Q4_0, token_embd and output Q8_0, norms F32 (gguf.quants."
+                 "quantize of the float32 weights, attn_q/attn_k permuted first)", written)
+    gguf_to_hf = {v: k for k, v in HF_TO_GGUF.items()}
+    for t in e["tensors"]:
+        t["hf_name"] = gguf_to_hf[t["name"]]
+    e["hf_original"] = "llama_tiny_hf/model.safetensors"
+    FILES.append(e)
+
+
 def make_llama() -> None:
     sd = hf_state_dict()
     hf_dir = OUT / "llama_tiny_hf"
@@ -643,35 +709,8 @@ def make_llama() -> None:
     }
     (hf_dir / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
 
-    w = gguf.GGUFWriter(None, "llama")
-    w.add_type("model")
-    # (The name's length puts the end of the tensor infos where rounding up
-    # to 32 and to 64 differ, so a reader that ignores general.alignment
-    # finds the wrong data section.)
-    w.add_name("Tensorscope Tiny Llama (alignment 64 fixture)")
-    w.add_custom_alignment(64)
-    w.add_block_count(N_LAYER)
-    w.add_context_length(256)
-    w.add_embedding_length(N_EMBD)
-    w.add_feed_forward_length(N_FF)
-    w.add_head_count(H)
-    w.add_head_count_kv(H_KV)
-    w.add_rope_freq_base(10000.0)
-    w.add_layer_norm_rms_eps(1e-05)
-    w.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
-    w.add_vocab_size(VOCAB)
-    w.add_rope_dimension_count(HEAD_DIM)
-    tokens, scores, ttypes = vocab()
-    w.add_tokenizer_model("llama")
-    w.add_token_list(tokens)
-    w.add_token_scores(scores)
-    w.add_token_types(ttypes)
-    w.add_bos_token_id(1)
-    w.add_eos_token_id(2)
-    w.add_unk_token_id(0)
-    w.add_add_bos_token(True)
-    w.add_add_eos_token(False)
-    w.add_quantization_version(gguf.GGML_QUANT_VERSION)
+    w = llama_writer("Tensorscope Tiny Llama (alignment 64 fixture)",
+                     gguf.LlamaFileType.MOSTLY_F16)
 
     # convert_hf_to_gguf.py iterates the safetensors names in sorted order.
     written: dict = {}
@@ -847,6 +886,7 @@ def main() -> int:
 
     make_types()
     make_llama()
+    make_llama_q4_0()
     make_split()
     make_v2()
 

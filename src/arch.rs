@@ -117,6 +117,39 @@ pub fn of_value(path: PathBuf, value: &Value) -> Architecture {
     }
 }
 
+/// The architecture a GGUF's metadata describes (GGUF.md: the overview
+/// reads `general.architecture` and its `{arch}.*` keys as it reads
+/// `config.json`): `block_count`, `embedding_length`,
+/// `attention.head_count(_kv)`, `feed_forward_length`, `context_length`,
+/// `vocab_size` (else the tokenizer's length), `expert_count`.
+pub fn of_gguf(path: PathBuf, g: &crate::format::gguf::open::GgufParts) -> Option<Architecture> {
+    use crate::format::gguf::header::Value as G;
+    let arch = g.architecture()?.to_owned();
+    let int = |key: &str| g.unsigned(&format!("{arch}.{key}"));
+    let vocab = int("vocab_size").or_else(|| match g.get("tokenizer.ggml.tokens") {
+        Some(G::Array { len, .. }) => Some(*len),
+        _ => None,
+    });
+    let heads = int("attention.head_count");
+    let key_length = int("attention.key_length");
+    Some(Architecture {
+        path,
+        model_type: Some(arch.clone()),
+        architectures: Vec::new(),
+        hidden_size: int("embedding_length"),
+        layers: int("block_count"),
+        heads,
+        kv_heads: int("attention.head_count_kv"),
+        head_dim: key_length,
+        intermediate_size: int("feed_forward_length"),
+        vocab_size: vocab,
+        context_length: int("context_length"),
+        tie_word_embeddings: None,
+        torch_dtype: None,
+        experts: int("expert_count"),
+    })
+}
+
 /// The model types whose decoder layers hold exactly attention (q, k, v,
 /// o), a gated MLP (gate, up, down) and two norms: the parameter count
 /// follows from the config.
@@ -154,20 +187,21 @@ pub fn check(arch: &Architecture, ck: &Checkpoint, parameters: u64) -> Vec<Check
         }
     }
     if let (Some(vocab), Some(hidden)) = (arch.vocab_size, arch.hidden_size) {
-        let embedding = ck.entries().map(|(_, i)| i).find(|i| {
+        let embedding = ck.entries().find(|(t, i)| {
             let n = i.name();
-            i.shape().len() == 2
+            ck.shape_of(*t).len() == 2
                 && [
                     "embed_tokens.weight",
                     "wte.weight",
                     "word_embeddings.weight",
                     "tok_embeddings.weight",
+                    "token_embd.weight",
                 ]
                 .iter()
                 .any(|s| n.ends_with(s))
         });
-        if let Some(e) = embedding {
-            let shape = e.shape();
+        if let Some((t, e)) = embedding {
+            let shape = ck.shape_of(t);
             out.push(Check {
                 what: "embedding".into(),
                 detail: format!(

@@ -141,6 +141,26 @@ fn text(report: &DiffReport, a: &str, b: &str, only_changed: bool) -> String {
         }
         s.push('\n');
     }
+    if report
+        .layers
+        .iter()
+        .any(|l| l.rel_l2.is_some_and(|r| r > 0.0))
+    {
+        let _ = writeln!(s, "\nlayer  tensors      rel_l2   SNR (dB)");
+        for l in &report.layers {
+            let snr = l
+                .snr_db
+                .map_or_else(|| "-".to_owned(), |x| format!("{x:.1}"));
+            let _ = writeln!(
+                s,
+                "{:>5}  {:>7}  {:>10}  {snr:>9}",
+                l.layer,
+                l.tensors,
+                opt(l.rel_l2)
+            );
+        }
+        s.push('\n');
+    }
     for n in &report.only_in_a {
         let _ = writeln!(s, "only in A: {}", display_name(n));
     }

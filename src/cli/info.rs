@@ -230,7 +230,11 @@ impl InfoDoc {
                     .iter()
                     .fold(0u64, |a, s| a.saturating_add(s.file().file_size())),
                 None,
-                serde_json::Value::Null,
+                // A split GGUF's metadata is its first part's.
+                ck.shards()
+                    .first()
+                    .filter(|s| s.file().gguf().is_some())
+                    .map_or(serde_json::Value::Null, |s| metadata_json(s.file())),
                 Some(shard_docs()),
             ),
             CheckpointKind::Sharded {

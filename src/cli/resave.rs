@@ -65,6 +65,12 @@ pub struct ResaveArgs {
     /// for one dtype throughout.
     #[arg(long)]
     pub dequant: bool,
+    /// A GGUF of a Llama-family model: write each tensor under its Hugging
+    /// Face name (llama.cpp's tensor table reversed), attention Q and K
+    /// un-permuted, so that the result lines up with the checkpoint it was
+    /// converted from (block types as their values).
+    #[arg(long)]
+    pub hf_names: bool,
     /// What a value too large for F8 becomes.
     #[arg(long, value_name = "MODE", default_value = "saturate",
           value_parser = ["saturate", "nan"])]
@@ -254,6 +260,7 @@ fn options(args: &ResaveArgs) -> Result<ResaveOptions, ErrorDoc> {
     };
     Ok(ResaveOptions {
         dequantize: args.dequant,
+        hf_names: args.hf_names,
         selection: None,
         keep: args.keep.clone(),
         drop: args.drop.clone(),

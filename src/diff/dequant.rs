@@ -44,22 +44,87 @@ fn items<'a>(ck: &'a Checkpoint, q: Option<&'a Quantization>) -> Vec<(String, It
     out
 }
 
-/// Compares one pair of items.
+/// The GGUF metadata of `ck` when it meets `other` through llama.cpp's
+/// name table (GGUF.md, `diff`): `ck` is a GGUF of a mapped architecture,
+/// `other` is not a GGUF, and more of `other`'s names are the Hugging Face
+/// names of `ck`'s tensors than are their own names.
+fn hf_side<'c>(
+    ck: &'c Checkpoint,
+    other: &Checkpoint,
+) -> Option<&'c crate::format::gguf::open::GgufParts> {
+    use crate::format::gguf::names;
+    let parts = ck.shards().first().and_then(|s| s.file().gguf())?;
+    let arch = parts.architecture()?;
+    if other.container() == crate::format::ContainerKind::Gguf
+        || !names::MAPPED_ARCHITECTURES.contains(&arch)
+    {
+        return None;
+    }
+    let (mut mapped, mut own) = (0usize, 0usize);
+    for (_, info) in ck.entries() {
+        mapped +=
+            usize::from(names::hf_name(info.name()).is_some_and(|h| other.find(&h).is_some()));
+        own += usize::from(other.find(info.name()).is_some());
+    }
+    (mapped > own).then_some(parts)
+}
+
+/// True when either side meets the other through llama.cpp's name table:
+/// the diff then goes item by item, un-permuting Q and K.
+pub(super) fn meets_hf(a: &Checkpoint, b: &Checkpoint) -> bool {
+    hf_side(a, b).is_some() || hf_side(b, a).is_some()
+}
+
+/// A side's items under their Hugging Face names when it [`hf_side`]s the
+/// other; the heads of each item to un-permute.
+fn hf_view(
+    ck: &Checkpoint,
+    other: &Checkpoint,
+    items: &mut [(String, Item<'_>)],
+) -> Vec<Option<u64>> {
+    use crate::format::gguf::names;
+    let mut heads = vec![None; items.len()];
+    if let Some(parts) = hf_side(ck, other) {
+        for ((name, _), h) in items.iter_mut().zip(&mut heads) {
+            if let Some(hf) = names::hf_name(name) {
+                *h = names::permuted_heads(parts, name);
+                *name = hf;
+            }
+        }
+    }
+    heads
+}
+
+/// Compares one pair of items (`heads`: each side's rows to un-permute).
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one pair, its sides and the run's state"
+)]
 fn compare(
     a: &Checkpoint,
     b: &Checkpoint,
     (name_a, ia): &(String, Item<'_>),
     (name_b, ib): &(String, Item<'_>),
+    heads: (Option<u64>, Option<u64>),
     options: &DiffOptions,
     cancel: &CancelToken,
     progress: &Progress,
 ) -> Result<Option<TensorDiff>, Cancelled> {
-    if let (Item::Stored(ta), Item::Stored(tb)) = (ia, ib) {
-        return diff_pair(a, b, Pair { a: *ta, b: *tb }, options, cancel, progress);
+    if let ((Item::Stored(ta), Item::Stored(tb)), (None, None)) = ((ia, ib), heads) {
+        let Some(mut d) = diff_pair(a, b, Pair { a: *ta, b: *tb }, options, cancel, progress)?
+        else {
+            return Ok(None);
+        };
+        // Matched through GGUF's name table: the row carries the names
+        // the items are matched by.
+        d.name.clone_from(name_b);
+        d.name_a = (name_a != name_b).then(|| name_a.clone());
+        return Ok(Some(d));
     }
-    let (Some(mut ra), Some(mut rb)) = (Reader::open(a, *ia), Reader::open(b, *ib)) else {
+    let (Some(ra), Some(rb)) = (Reader::open(a, *ia), Reader::open(b, *ib)) else {
         return Ok(None);
     };
+    let (mut ra, mut rb) = (ra.unpermuted(heads.0), rb.unpermuted(heads.1));
     let (da, db, na, nb) = (ra.dtype, rb.dtype, ra.bytes, rb.bytes);
     let mut out = identical(
         name_b,
@@ -67,11 +132,12 @@ fn compare(
         (da, ra.shape.clone()),
         (db, rb.shape.clone()),
     );
-    out.dequantized = Some(match (ia, ib) {
-        (Item::Logical(_), Item::Logical(_)) => "both",
-        (Item::Logical(_), _) => "a",
-        _ => "b",
-    });
+    out.dequantized = match (ia, ib) {
+        (Item::Logical(_), Item::Logical(_)) => Some("both"),
+        (Item::Logical(_), _) => Some("a"),
+        (_, Item::Logical(_)) => Some("b"),
+        _ => None,
+    };
     if ra.shape != rb.shape || (da == Dtype::C64) != (db == Dtype::C64) {
         out.status = if ra.shape == rb.shape {
             Status::DtypeChanged
@@ -119,8 +185,10 @@ pub(super) fn diff_dequant(
     cancel: &CancelToken,
     progress: &Progress,
 ) -> Result<DiffReport, DiffError> {
-    let items_a = items(a, qa);
-    let items_b = items(b, qb);
+    let mut items_a = items(a, qa);
+    let mut items_b = items(b, qb);
+    let heads_a = hf_view(a, b, &mut items_a);
+    let heads_b = hf_view(b, a, &mut items_b);
     let mut in_a: HashMap<String, usize> = HashMap::with_capacity(items_a.len());
     for (i, (name, _)) in items_a.iter().enumerate() {
         in_a.insert(match_key(name, options, Side::A), i);
@@ -173,7 +241,17 @@ pub(super) fn diff_dequant(
         },
         &|k| {
             let (i, j) = pairs[k];
-            compare(a, b, &items_a[i], &items_b[j], options, cancel, progress)
+            let heads = (heads_a[i], heads_b[j]);
+            compare(
+                a,
+                b,
+                &items_a[i],
+                &items_b[j],
+                heads,
+                options,
+                cancel,
+                progress,
+            )
         },
         cancel,
         progress,
@@ -183,11 +261,13 @@ pub(super) fn diff_dequant(
     let tensors: Vec<TensorDiff> = results.into_iter().map(|(_, d)| d).collect();
     let metadata = diff_metadata(&metadata_of(a), &metadata_of(b));
     let summary = summarize(&tensors, only_in_a.len(), only_in_b.len(), &metadata);
+    let layers = super::layers(&tensors);
     Ok(DiffReport {
         only_in_a,
         only_in_b,
         tensors,
         metadata,
         summary,
+        layers,
     })
 }

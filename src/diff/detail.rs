@@ -30,6 +30,9 @@ pub(super) struct Reader<'a> {
     pub(super) bytes: u64,
     bits: u64,
     values: Values<'a>,
+    /// A GGUF's attention Q or K met against its original: its rows read
+    /// in Hugging Face's order, un-permuted for this many heads.
+    unpermute: Option<u64>,
 }
 
 enum Values<'a> {
@@ -52,6 +55,7 @@ impl<'a> Reader<'a> {
                         dtype: info.dtype(),
                         bytes: ck.bytes(t),
                     },
+                    unpermute: None,
                 })
             }
             Source::Logical(lt) => {
@@ -64,6 +68,7 @@ impl<'a> Reader<'a> {
                     bytes,
                     bits: (bytes * 8).div_ceil(numel),
                     values: Values::Logical(dq, vec![0f32; CHUNK_ELEMENTS]),
+                    unpermute: None,
                 })
             }
         }
@@ -73,7 +78,39 @@ impl<'a> Reader<'a> {
         self.shape.iter().product()
     }
 
+    /// The reader with its rows un-permuted for `heads` heads (see
+    /// [`crate::format::gguf::names::source_row`]).
+    pub(super) fn unpermuted(mut self, heads: Option<u64>) -> Self {
+        self.unpermute = heads;
+        self
+    }
+
     pub(super) fn decode(&mut self, first: u64, out: &mut [f64], options: &DiffOptions) -> usize {
+        let (Some(heads), Some(&rows)) = (self.unpermute, self.shape.first()) else {
+            return self.decode_stored_order(first, out, options);
+        };
+        let cols = self.numel() / rows.max(1);
+        let mut done = 0usize;
+        while done < out.len() && cols > 0 {
+            let k = first + done as u64;
+            let (r, c) = (k / cols, k % cols);
+            if r >= rows {
+                break;
+            }
+            let take = usize::try_from(cols - c)
+                .unwrap_or(usize::MAX)
+                .min(out.len() - done);
+            let src = crate::format::gguf::names::source_row(r, rows, heads) * cols + c;
+            let got = self.decode_stored_order(src, &mut out[done..done + take], options);
+            done += got;
+            if got < take {
+                break;
+            }
+        }
+        done
+    }
+
+    fn decode_stored_order(&mut self, first: u64, out: &mut [f64], options: &DiffOptions) -> usize {
         match &mut self.values {
             Values::Stored { dtype, bytes } => {
                 decode_f64(*dtype, bytes, first, out, options.bit_order)

@@ -146,6 +146,44 @@ pub struct TensorDiff {
     /// (as `rel_l2`: put the original first).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub snr_db: Option<f64>,
+    /// ‖a − b‖² and ‖a‖² over the finite pairs, when the values were
+    /// compared (for [`DiffReport::layers`]).
+    #[serde(skip)]
+    pub sums: Option<[f64; 2]>,
+}
+
+/// The error of one layer's tensors together (a quantized model against
+/// its original: which layers the quantization hurt most).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LayerDiff {
+    /// The layer's number (`model.layers.N.`, `blk.N.`).
+    pub layer: u64,
+    /// Pairs of its tensors whose values were compared.
+    pub tensors: u64,
+    /// ‖a − b‖ / ‖a‖ over all of them (`null` when ‖a‖ = 0).
+    pub rel_l2: Option<f64>,
+    /// 10·log10(‖a‖² / ‖a − b‖²) over all of them (`null` when equal).
+    pub snr_db: Option<f64>,
+}
+
+/// Per-layer figures of the compared pairs, by layer number.
+pub fn layers(tensors: &[TensorDiff]) -> Vec<LayerDiff> {
+    let mut by: BTreeMap<u64, (u64, f64, f64)> = BTreeMap::new();
+    for t in tensors {
+        if let (Some(l), Some([sq, aa])) = (layer_index(&t.name), t.sums) {
+            let e = by.entry(l).or_default();
+            *e = (e.0 + 1, e.1 + sq, e.2 + aa);
+        }
+    }
+    by.into_iter()
+        .map(|(layer, (n, sq, aa))| LayerDiff {
+            layer,
+            tensors: n,
+            rel_l2: Some((sq / aa).sqrt()).filter(|x| aa > 0.0 && x.is_finite()),
+            snr_db: Some(10.0 * (aa / sq).log10())
+                .filter(|x| sq > 0.0 && aa > 0.0 && x.is_finite()),
+        })
+        .collect()
 }
 
 /// What changed in `__metadata__` (or a shard index's `metadata`).
@@ -204,6 +242,10 @@ pub struct DiffReport {
     pub metadata: MetadataDiff,
     /// Counts per status and the pairs that changed most.
     pub summary: DiffSummary,
+    /// Where a side is quantized (or a GGUF meets its original): the
+    /// error layer by layer (absent otherwise).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub layers: Vec<LayerDiff>,
 }
 
 /// Why a diff could not be computed.
@@ -244,7 +286,7 @@ pub fn diff(
                     .any(|t| t.status() == crate::quant::Status::Decoded)
             })
         };
-        if decoded(&qa) || decoded(&qb) {
+        if decoded(&qa) || decoded(&qb) || dequant::meets_hf(a, b) {
             return dequant::diff_dequant(
                 a,
                 qa.as_ref(),
@@ -301,6 +343,7 @@ pub fn diff(
         tensors,
         metadata,
         summary,
+        layers: Vec::new(),
     })
 }
 

@@ -234,6 +234,7 @@ pub(super) fn identical(
         delta_log2_histogram: None,
         dequantized: None,
         snr_db: None,
+        sums: None,
     }
 }
 
@@ -257,6 +258,7 @@ pub(super) fn finish(out: &mut TensorDiff, acc: &Acc, numel: u64, dtypes_differ:
         };
         out.cosine = (norm_a > 0.0 && norm_b > 0.0)
             .then(|| (acc.sum_ab / (norm_a * norm_b)).clamp(-1.0, 1.0));
+        out.sums = Some([acc.sum_sq, acc.sum_aa]);
         if out.dequantized.is_some() && acc.sum_sq > 0.0 && acc.sum_aa > 0.0 {
             out.snr_db = fin(10.0 * (acc.sum_aa / acc.sum_sq).log10());
         }

@@ -118,7 +118,7 @@ pub struct StoredFile {
     gguf: Option<super::gguf::open::GgufParts>,
 }
 
-mod gguf_remote;
+mod gguf;
 mod remote_zip;
 
 /// The tensor name of a local `.npy` at `path`: its file name less `.npy`.
@@ -336,53 +336,6 @@ impl StoredFile {
             leaves: read.metadata,
         });
         Ok(file)
-    }
-
-    /// A GGUF file read into the model: its header parsed (for a remote
-    /// file, fetched in bounded steps first: see [`gguf_remote`]).
-    fn gguf_file(path: PathBuf, source: Source) -> Result<Self, LoadError> {
-        let error = |error| LoadError::Gguf {
-            path: path.clone(),
-            error,
-        };
-        let opened = match source.remote() {
-            Some(remote) => gguf_remote::open(remote).map_err(|e| match e {
-                gguf_remote::Failure::Gguf(e) => error(e),
-                gguf_remote::Failure::Remote(e) => LoadError::Remote {
-                    path: path.clone(),
-                    error: e,
-                },
-            })?,
-            None => super::gguf::open::open(source.bytes(), source.len()).map_err(error)?,
-        };
-        // What the explorer lists and a resave carries as `__metadata__`:
-        // every key but the arrays `info` summarises (a vocabulary), as
-        // text (a string as itself, anything else its JSON).
-        let texts = opened
-            .parts
-            .metadata
-            .iter()
-            .filter(|(_, v)| !v.is_summarised())
-            .map(|(k, v)| {
-                let text = match v {
-                    super::gguf::header::Value::Str(s) => s.clone(),
-                    other => other.to_json().to_string(),
-                };
-                (k.clone(), text)
-            })
-            .collect();
-        let header = Header::of_container(opened.header_len, opened.tensors)
-            .with_data_start(opened.header_len)
-            .with_metadata(texts);
-        let mut file = Self::assemble(path, source, header, ContainerKind::Gguf, Vec::new(), None);
-        file.gguf = Some(opened.parts);
-        Ok(file)
-    }
-
-    /// What a GGUF file says beyond its tensors (`None` for other
-    /// containers).
-    pub fn gguf(&self) -> Option<&super::gguf::open::GgufParts> {
-        self.gguf.as_ref()
     }
 
     /// What a PyTorch file's pickle says (`None` for other containers).

@@ -123,6 +123,11 @@ pub enum ResaveError {
     /// Renaming the finished files into place failed midway.
     #[error(transparent)]
     Commit(CommitError),
+    /// `--hf-names` on a checkpoint it cannot map (not a GGUF of a mapped
+    /// architecture, a tensor with no Hugging Face name, rows that are not
+    /// whole head pairs).
+    #[error("--hf-names: {0}")]
+    HfNames(String),
     /// A plan whose indices do not fit together (edited after [`plan()`](super::plan())).
     #[error("the plan is inconsistent ({0}); make it again with plan()")]
     InvalidPlan(String),
@@ -154,6 +159,7 @@ impl ResaveError {
             ResaveError::Verify { .. } => "VerifyFailed",
             ResaveError::Commit(_) => "CommitFailed",
             ResaveError::InvalidPlan(_) => "InvalidPlan",
+            ResaveError::HfNames(_) => "HfNames",
             ResaveError::Cancelled => "Cancelled",
         }
     }

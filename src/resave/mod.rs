@@ -131,6 +131,9 @@ pub struct ResaveOptions {
     /// values under its logical name, in place of its parts (in the dtype
     /// the writing library computes in, then through `conversions`).
     pub dequantize: bool,
+    /// A GGUF's tensors under their Hugging Face names, attention Q and K
+    /// un-permuted (GGUF.md, `resave --hf-names`).
+    pub hf_names: bool,
 }
 
 /// One output tensor: where its bytes come from and how they are written.
@@ -158,6 +161,10 @@ pub struct PlannedTensor {
     /// `source_dtype` the dtype its values are computed in).
     #[serde(skip)]
     pub logical: Option<usize>,
+    /// A GGUF's attention Q or K under `--hf-names`: its rows written in
+    /// Hugging Face's order, un-permuted for this many heads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unpermute_heads: Option<u64>,
 }
 
 /// One output file: a single file, or one shard of a sharded output.

@@ -41,6 +41,11 @@ pub fn plan(ck: &Checkpoint, out: &Path, opts: &ResaveOptions) -> Result<ResaveP
     }
 
     let mut metadata = source_metadata(ck, &mut warnings);
+    // A Hugging Face checkpoint's metadata is `format: pt`, not the GGUF's
+    // table: the result is the original file, byte for byte.
+    if opts.hf_names {
+        metadata = Some(BTreeMap::from([("format".to_owned(), "pt".to_owned())]));
+    }
     for edit in &opts.metadata_edits {
         match edit {
             MetadataEdit::Set { key, value } => {
@@ -213,6 +218,7 @@ fn plan_tensors(
                 nbytes: lt.numel().saturating_mul(u64::from(dtype.bits() / 8)),
                 file: 0,
                 logical: Some(l),
+                unpermute_heads: None,
             });
             continue;
         }
@@ -240,7 +246,11 @@ fn plan_tensors(
             nbytes,
             file: 0,
             logical: None,
+            unpermute_heads: None,
         });
+    }
+    if opts.hf_names {
+        hf_names(ck, &mut tensors)?;
     }
     if undecoded > 0 {
         warnings.push(format!(
@@ -260,6 +270,38 @@ fn plan_tensors(
         }
     }
     Ok(tensors)
+}
+
+/// `--hf-names`: each tensor of a GGUF under its Hugging Face name, its
+/// attention Q and K marked to be un-permuted.
+fn hf_names(ck: &Checkpoint, tensors: &mut [PlannedTensor]) -> Result<(), ResaveError> {
+    use crate::format::gguf::names;
+    for t in tensors {
+        let parts = ck
+            .shards()
+            .get(t.source.shard())
+            .and_then(|s| s.file().gguf())
+            .ok_or_else(|| ResaveError::HfNames("the checkpoint is not a GGUF".into()))?;
+        let arch = parts.architecture().unwrap_or("(none)");
+        if !names::MAPPED_ARCHITECTURES.contains(&arch) {
+            return Err(ResaveError::HfNames(format!(
+                "general.architecture is {arch:?}; names are mapped for {}",
+                names::MAPPED_ARCHITECTURES.join(", ")
+            )));
+        }
+        t.name = names::hf_name(&t.source_name).ok_or_else(|| {
+            ResaveError::HfNames(format!(
+                "tensor {:?} has no Hugging Face name in llama.cpp's table",
+                t.source_name
+            ))
+        })?;
+        if let Some(heads) = names::permuted_heads(parts, &t.source_name) {
+            let rows = t.shape.first().copied().unwrap_or(0);
+            names::check_rows(&t.source_name, rows, heads).map_err(ResaveError::HfNames)?;
+            t.unpermute_heads = Some(heads);
+        }
+    }
+    Ok(())
 }
 
 pub(super) fn entries<'a>(plan: &'a ResavePlan, file: &PlannedFile) -> Vec<TensorEntry<'a>> {
@@ -458,6 +500,7 @@ mod tests {
             nbytes,
             file: 0,
             logical: None,
+            unpermute_heads: None,
         }
     }
 

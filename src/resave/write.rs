@@ -151,9 +151,18 @@ fn write_all_files(
                     let _parts = fetch(&dq.parts())?;
                     let conv = converters.get(&t.source_dtype).copied();
                     let mut counts = ConversionCounts::default();
-                    write_dequantized(&dq, t.source_dtype, conv, &mut counts, |chunk| {
-                        write_chunk(&mut w, chunk, chunk.len() as u64, cancel, progress)
-                    })?;
+                    for range in row_ranges(t, dq.len()) {
+                        write_dequantized(
+                            &dq,
+                            range,
+                            t.source_dtype,
+                            conv,
+                            &mut counts,
+                            |chunk| {
+                                write_chunk(&mut w, chunk, chunk.len() as u64, cancel, progress)
+                            },
+                        )?;
+                    }
                     if t.dtype != t.source_dtype {
                         conversions.push(TensorConversion {
                             name: t.name.clone(),
@@ -165,14 +174,24 @@ fn write_all_files(
                     continue;
                 }
                 let _one = fetch(&[t.source])?;
-                let bytes = ck.bytes(t.source);
+                let all = ck.bytes(t.source);
+                let width = u64::from(t.source_dtype.bits() / 8).max(1);
+                let ranges = row_ranges(t, all.len() as u64 / width);
+                let piece = |r: &std::ops::Range<u64>| {
+                    let (b, e) = (r.start * width, r.end * width);
+                    all.get(b as usize..e as usize).unwrap_or(&[])
+                };
                 if t.dtype == t.source_dtype {
-                    copy_chunked(&mut w, bytes, cancel, progress)?;
+                    for r in &ranges {
+                        copy_chunked(&mut w, piece(r), cancel, progress)?;
+                    }
                 } else if let Some(&conv) = converters.get(&t.source_dtype) {
                     let mut counts = ConversionCounts::default();
-                    convert_chunks(t.source_dtype, bytes, conv, &mut counts, |chunk| {
-                        write_chunk(&mut w, chunk, chunk.len() as u64, cancel, progress)
-                    })?;
+                    for r in &ranges {
+                        convert_chunks(t.source_dtype, piece(r), conv, &mut counts, |chunk| {
+                            write_chunk(&mut w, chunk, chunk.len() as u64, cancel, progress)
+                        })?;
+                    }
                     conversions.push(TensorConversion {
                         name: t.name.clone(),
                         from: t.source_dtype,
@@ -232,6 +251,25 @@ fn write_all_files(
     })
 }
 
+/// The element ranges of a tensor of `numel` elements in the order they
+/// are written: all of it, or, for a GGUF's Q or K under `--hf-names`, row
+/// by row in Hugging Face's order.
+fn row_ranges(t: &super::PlannedTensor, numel: u64) -> Vec<std::ops::Range<u64>> {
+    let rows = t.shape.first().copied().unwrap_or(0);
+    match t.unpermute_heads {
+        Some(heads) if rows > 0 => {
+            let cols = numel / rows;
+            (0..rows)
+                .map(|r| {
+                    let s = crate::format::gguf::names::source_row(r, rows, heads);
+                    s * cols..(s + 1) * cols
+                })
+                .collect()
+        }
+        _ => std::iter::once(0..numel).collect(),
+    }
+}
+
 /// Elements of a quantized weight decoded per chunk.
 const DEQUANT_CHUNK: usize = 1 << 16;
 
@@ -240,6 +278,7 @@ const DEQUANT_CHUNK: usize = 1 << 16;
 /// by chunk into reused buffers.
 fn write_dequantized(
     dq: &Dequantizer<'_>,
+    range: std::ops::Range<u64>,
     dtype: Dtype,
     conv: Option<Converter>,
     counts: &mut ConversionCounts,
@@ -248,9 +287,13 @@ fn write_dequantized(
     let width = (dtype.bits() / 8) as usize;
     let mut vals = vec![0f32; DEQUANT_CHUNK];
     let mut bytes = vec![0u8; DEQUANT_CHUNK * width];
-    let mut at = 0u64;
-    while at < dq.len() {
-        let got = dq.values(at, &mut vals);
+    let mut at = range.start;
+    let end = range.end.min(dq.len());
+    while at < end {
+        let take = usize::try_from(end - at)
+            .unwrap_or(usize::MAX)
+            .min(vals.len());
+        let got = dq.values(at, &mut vals[..take]);
         if got == 0 {
             break;
         }

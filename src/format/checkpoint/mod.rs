@@ -4,6 +4,7 @@
 //! and opens the files; `read` is how readers reach the bytes (fetching
 //! remote ranges, preparing tensors not stored in C order).
 
+mod gguf_split;
 mod open;
 mod read;
 
@@ -265,6 +266,20 @@ impl Checkpoint {
         self.shards
             .first()
             .map_or(ContainerKind::Safetensors, |s| s.file.kind())
+    }
+
+    /// The shape of a tensor as its container gives it: a GGUF tensor's
+    /// row-major shape (a block type's stored bytes are shaped otherwise),
+    /// else its header entry's.
+    pub fn shape_of(&self, t: TensorRef) -> &[u64] {
+        let file = self.shards.get(t.shard).map(|s| &s.file);
+        if let Some(shape) = file
+            .and_then(StoredFile::gguf)
+            .and_then(|g| g.shapes.get(t.index))
+        {
+            return shape;
+        }
+        self.info(t).map_or(&[], TensorInfo::shape)
     }
 
     /// True when the tensor's bytes are read in place; false when reading

@@ -46,7 +46,12 @@ impl Checkpoint {
             })
         } else {
             let file = StoredFile::open(&path)?;
-            Ok(Self::single(path, file))
+            // The first part of a split GGUF opens the whole model.
+            match super::gguf_split::open(&path, file) {
+                Ok(ck) => Ok(ck),
+                Err((_, Some(e))) => Err(e),
+                Err((file, None)) => Ok(Self::single(path, file)),
+            }
         }
     }
 

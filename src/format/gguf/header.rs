@@ -46,6 +46,9 @@ pub enum Value {
         len: u64,
         /// The elements kept.
         items: Vec<Value>,
+        /// Where its first element is in the file (to read the others:
+        /// [`elements`]).
+        at: u64,
     },
 }
 
@@ -76,7 +79,9 @@ impl Value {
             Value::F64(f) => float(*f),
             Value::Bool(b) => J::Bool(*b),
             Value::Str(s) => J::String(s.clone()),
-            Value::Array { elem, len, items } => {
+            Value::Array {
+                elem, len, items, ..
+            } => {
                 let items = J::Array(items.iter().map(Value::to_json).collect());
                 if *len > FULL_ARRAY {
                     serde_json::json!({"type": elem.name(), "len": len, "head": items})
@@ -310,6 +315,7 @@ impl<'a> Reader<'a> {
                 })?;
                 let len = self.u64("an array's length")?;
                 self.check_count(len, elem.min_bytes(), "an array's length")?;
+                let at = self.pos as u64;
                 let kept = if len > FULL_ARRAY { ARRAY_HEAD } else { len };
                 let mut items = Vec::new();
                 let min = elem.min_bytes();
@@ -323,10 +329,56 @@ impl<'a> Reader<'a> {
                         items.push(v);
                     }
                 }
-                Value::Array { elem, len, items }
+                Value::Array {
+                    elem,
+                    len,
+                    items,
+                    at,
+                }
             }
         })
     }
+}
+
+/// Elements `from..from + count` of an array of `len` elements of type
+/// `elem` whose first element is at `at` in `bytes` (a file's header): the
+/// ones before are read past (strings have no fixed size), nested arrays
+/// kept as the header keeps them. Fewer at the end of the array.
+pub fn elements(
+    bytes: &[u8],
+    elem: ValueType,
+    at: u64,
+    len: u64,
+    from: u64,
+    count: u64,
+) -> Result<Vec<Value>, GgufError> {
+    let mut r = Reader {
+        bytes,
+        file_len: bytes.len() as u64,
+        pos: usize::try_from(at).unwrap_or(usize::MAX).min(bytes.len()),
+        kept: 0,
+        owed: 0,
+    };
+    let min = elem.min_bytes();
+    let end = from.saturating_add(count).min(len);
+    // A fixed-size element is found by arithmetic, not by reading past.
+    if matches!(elem, ValueType::Str | ValueType::Array) {
+        for _ in 0..from.min(len) {
+            r.value(elem, 1, false)?;
+        }
+    } else {
+        let skip = usize::try_from(from.min(len).saturating_mul(min)).unwrap_or(usize::MAX);
+        r.pos = r.pos.saturating_add(skip).min(bytes.len());
+    }
+    let mut out = Vec::with_capacity(
+        usize::try_from(end.saturating_sub(from))
+            .unwrap_or(0)
+            .min(4096),
+    );
+    for _ in from.min(len)..end {
+        out.push(r.value(elem, 1, true)?);
+    }
+    Ok(out)
 }
 
 /// Reads the header at the start of `bytes` (the whole file: tensor

@@ -7,6 +7,7 @@
 
 pub mod dequant;
 pub mod header;
+pub mod names;
 pub mod open;
 pub mod types;
 

@@ -131,7 +131,7 @@ pub fn overview_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &mut
                     ui.weak(facts);
                 });
             }
-            section(ui, "Architecture (config.json)");
+            section(ui, arch_heading(&ov.container));
             arch_ui(ui, ov.arch.as_ref(), &ov.checks);
             section(ui, "Metadata");
             let shown: Vec<_> = loaded
@@ -238,6 +238,16 @@ pub(super) fn unsafe_banner_ui(ui: &mut egui::Ui, unsafe_globals: &[String]) {
             1000,
         ),
     );
+}
+
+/// Where the architecture is read from: a GGUF's metadata, else
+/// `config.json`.
+fn arch_heading(container: &str) -> &'static str {
+    if container.starts_with("GGUF") {
+        "Architecture (GGUF metadata)"
+    } else {
+        "Architecture (config.json)"
+    }
 }
 
 /// The architecture's figures and the checks against the tensors.

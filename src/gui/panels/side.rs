@@ -203,6 +203,11 @@ fn metadata_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &mut Vec
                         out.push(Command::CopyText(e.value.clone()));
                     }
                 });
+                if let Some(a) = e.array {
+                    array_pages(ui, loaded, &e.key, a, view);
+                    ui.add_space(4.0);
+                    continue;
+                }
                 match &e.json {
                     Some((pretty, lines)) => {
                         egui::CollapsingHeader::new(format!("JSON ({lines} lines)"))
@@ -220,6 +225,102 @@ fn metadata_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &mut Vec
                     }
                 }
                 ui.add_space(4.0);
+            }
+        });
+}
+
+/// Elements a page of a long GGUF array shows.
+const ARRAY_PAGE: u64 = 100;
+
+/// A long GGUF array (a vocabulary), a page at a time: its elements are
+/// read from the header's bytes when the page changes (in the mapped file,
+/// or, remote, in the header already fetched), kept while it is shown.
+fn array_pages(
+    ui: &mut egui::Ui,
+    loaded: &crate::gui::state::Loaded,
+    key: &str,
+    a: crate::gui::state::MetaArray,
+    view: &mut ViewState,
+) {
+    let pages = a.len.div_ceil(ARRAY_PAGE).max(1);
+    let entry = view
+        .meta_pages
+        .entry(key.to_owned())
+        .or_insert((u64::MAX, Vec::new()));
+    let mut page = if entry.0 == u64::MAX { 0 } else { entry.0 };
+    ui.horizontal(|ui| {
+        ui.weak(format!(
+            "ARRAY[{}] of {} elements",
+            a.elem.name(),
+            crate::text::group_digits(a.len)
+        ));
+        if ui
+            .add_enabled(page > 0, egui::Button::new("◀").small())
+            .clicked()
+        {
+            page -= 1;
+        }
+        let first = page * ARRAY_PAGE;
+        ui.label(format!(
+            "{}–{}",
+            crate::text::group_digits(first),
+            crate::text::group_digits((first + ARRAY_PAGE).min(a.len).saturating_sub(1))
+        ));
+        if ui
+            .add_enabled(page + 1 < pages, egui::Button::new("▶").small())
+            .clicked()
+        {
+            page += 1;
+        }
+    });
+    if entry.0 != page {
+        let bytes = loaded
+            .ck
+            .shards()
+            .first()
+            .map_or(&[][..], |s| s.file().source().bytes());
+        let header = usize::try_from(
+            loaded
+                .ck
+                .shards()
+                .first()
+                .and_then(|s| s.file().gguf())
+                .map_or(0, |g| g.tensor_data_offset),
+        )
+        .unwrap_or(0)
+        .min(bytes.len());
+        let first = page * ARRAY_PAGE;
+        let rows = crate::format::gguf::header::elements(
+            &bytes[..header],
+            a.elem,
+            a.at,
+            a.len,
+            first,
+            ARRAY_PAGE,
+        )
+        .map_or_else(
+            |e| vec![format!("cannot be read: {e}")],
+            |vals| {
+                vals.iter()
+                    .enumerate()
+                    .map(|(i, v)| {
+                        let text = match v {
+                            crate::format::gguf::header::Value::Str(s) => format!("{s:?}"),
+                            other => other.to_json().to_string(),
+                        };
+                        format!("{:>7}  {}", first + i as u64, safe_text(&text, 200))
+                    })
+                    .collect()
+            },
+        );
+        *entry = (page, rows);
+    }
+    egui::ScrollArea::vertical()
+        .id_salt(("meta_array", key))
+        .max_height(220.0)
+        .show(ui, |ui| {
+            for row in &entry.1 {
+                ui.monospace(row);
             }
         });
 }

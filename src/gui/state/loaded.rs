@@ -93,7 +93,12 @@ impl Overview {
             .into_iter()
             .map(|std::cmp::Reverse((_, std::cmp::Reverse(i)))| i)
             .collect();
-        let arch = crate::arch::read(ck.path()).transpose();
+        // A GGUF says its architecture in its metadata, not in a config.json.
+        let gguf = ck.shards().first().and_then(|s| s.file().gguf());
+        let arch = match gguf {
+            Some(g) => crate::arch::of_gguf(ck.path().to_path_buf(), g).map(Ok),
+            None => crate::arch::read(ck.path()).transpose(),
+        };
         let checks = match &arch {
             Some(Ok(a)) => crate::arch::check(a, ck, parameters),
             _ => Vec::new(),
@@ -122,10 +127,15 @@ impl Loaded {
     pub fn new(ck: Checkpoint) -> Self {
         let totals = dtype_totals(&ck);
         let name_rank = name_ranks(&ck);
-        let metadata: Vec<MetaEntry> = crate::diff::metadata_of(&ck)
-            .into_iter()
-            .map(|(key, value)| MetaEntry::new(key, value))
-            .collect();
+        // A GGUF's table is every key (a vocabulary included, paged), the
+        // first part's for a split model.
+        let metadata: Vec<MetaEntry> = match ck.shards().first().and_then(|s| s.file().gguf()) {
+            Some(g) => gguf_entries(g),
+            None => crate::diff::metadata_of(&ck)
+                .into_iter()
+                .map(|(key, value)| MetaEntry::new(key, value))
+                .collect(),
+        };
         let quant = crate::quant::detect(&ck).map(|q| Arc::new(QuantRows::new(&ck, q)));
         let overview = Overview::of(&ck, quant.as_deref(), totals.1.parameters);
         let highlights = highlights(&metadata, overview.leaves);
@@ -162,7 +172,14 @@ fn highlights(metadata: &[MetaEntry], leaves: bool) -> Vec<usize> {
 const MAX_LEAVES: usize = 12;
 
 /// Metadata keys worth showing first when a file has them.
-const KNOWN_KEYS: [&str; 10] = [
+const KNOWN_KEYS: [&str; 17] = [
+    "general.name",
+    "general.architecture",
+    "general.basename",
+    "general.size_label",
+    "general.file_type",
+    "general.quantized_by",
+    "general.license",
     "format",
     "framework",
     "modelspec.title",
@@ -174,6 +191,48 @@ const KNOWN_KEYS: [&str; 10] = [
     "ss_output_name",
     "total_size",
 ];
+
+/// A GGUF's key/value table as the pane's entries, sorted by key: a
+/// string as itself, anything else as `info` writes it; a long array (a
+/// vocabulary) with where its elements are, for the pane's pages.
+fn gguf_entries(g: &crate::format::gguf::open::GgufParts) -> Vec<MetaEntry> {
+    use crate::format::gguf::header::{FULL_ARRAY, Value};
+    let mut out: Vec<MetaEntry> = g
+        .metadata
+        .iter()
+        .map(|(k, v)| {
+            let text = match v {
+                Value::Str(s) => s.clone(),
+                other => other.to_json().to_string(),
+            };
+            let mut e = MetaEntry::new(k.clone(), text);
+            if let Value::Array { elem, len, at, .. } = v
+                && *len > FULL_ARRAY
+            {
+                e.array = Some(MetaArray {
+                    elem: *elem,
+                    len: *len,
+                    at: *at,
+                });
+            }
+            e
+        })
+        .collect();
+    out.sort_by(|a, b| a.key.cmp(&b.key));
+    out
+}
+
+/// A GGUF array too long to show whole: its element type, its length and
+/// where its first element is in the (first) file.
+#[derive(Debug, Clone, Copy)]
+pub struct MetaArray {
+    /// The element type.
+    pub elem: crate::format::gguf::types::ValueType,
+    /// How many elements.
+    pub len: u64,
+    /// The first element's offset in the file.
+    pub at: u64,
+}
 
 /// One `__metadata__` entry, with what the metadata pane shows of it.
 #[derive(Debug, Clone)]
@@ -187,6 +246,8 @@ pub struct MetaEntry {
     /// The value pretty-printed and escaped, when it is a JSON object or
     /// array (configs often are), with its line count.
     pub json: Option<(String, usize)>,
+    /// A GGUF array shown page by page (`None` for other values).
+    pub array: Option<MetaArray>,
 }
 
 /// Characters of a pretty-printed JSON value shown at most.
@@ -209,6 +270,7 @@ impl MetaEntry {
             value,
             search,
             json,
+            array: None,
         }
     }
 }

@@ -23,7 +23,7 @@ pub use dialogs::{
     Browse, ConversionChoice, Entry, ExportDialog, ExportForm, Listing, Picker, PickerForm,
     SaveAsDialog, SaveAsForm, WriteForm,
 };
-pub use loaded::{Loaded, MetaEntry};
+pub use loaded::{Loaded, MetaArray, MetaEntry};
 pub use tab::{SelectMode, Tab, TableState};
 pub use tensor::{
     HeatKey, HistKind, LayerLines, LayerStat, MAX_LAYER_LINES, ScanProgress, ScanState,

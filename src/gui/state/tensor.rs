@@ -378,6 +378,8 @@ pub struct ViewState {
     pub page: SidePage,
     /// The metadata pane's search text.
     pub meta_filter: String,
+    /// A long GGUF array's page shown, by key, and its rows once read.
+    pub meta_pages: std::collections::HashMap<String, (u64, Vec<String>)>,
     /// The tensor view's open section.
     pub section: Section,
     /// First element shown in the value grid (a multiple of the page size).
@@ -436,6 +438,7 @@ impl Default for ViewState {
         Self {
             page: SidePage::default(),
             meta_filter: String::new(),
+            meta_pages: std::collections::HashMap::new(),
             section: Section::default(),
             value_start: 0,
             jump_text: String::new(),

@@ -1,0 +1,128 @@
+//! A split GGUF (GGUF.md, "Split models"): gguf-split's parts
+//! `NAME-00001-of-0000M.gguf` … `NAME-0000M-of-0000M.gguf`, each a complete
+//! GGUF with its own header and data section, opened from the first part
+//! as one model. Each part's `split.no` and `split.count` are checked.
+
+use std::path::{Path, PathBuf};
+
+use super::{Checkpoint, CheckpointKind, Shard, TensorRef, Warning};
+use crate::format::{LoadError, StoredFile};
+
+/// `(split.no, split.count)` of a part, when it says it is one of several.
+fn split_of(file: &StoredFile) -> Option<(u64, u64)> {
+    let g = file.gguf()?;
+    let count = g.unsigned("split.count")?;
+    (count > 1).then(|| (g.unsigned("split.no").unwrap_or(u64::MAX), count))
+}
+
+/// The name's stem and part count: `NAME-00001-of-00003.gguf` gives
+/// `("NAME", 3)`.
+fn parse_name(name: &str) -> Option<(&str, u64)> {
+    let stem = name.strip_suffix(".gguf")?;
+    let (rest, count) = stem.rsplit_once("-of-")?;
+    let (prefix, no) = rest.rsplit_once('-')?;
+    let digits = |s: &str| s.len() == 5 && s.bytes().all(|b| b.is_ascii_digit());
+    (digits(no) && digits(count)).then_some((prefix, count.parse().ok()?))
+}
+
+fn invalid(path: &Path, message: String) -> LoadError {
+    LoadError::InvalidIndex {
+        path: path.to_path_buf(),
+        message,
+    }
+}
+
+/// `first` opened as the model it is the first part of; `None` when it is
+/// no split model's first part (it is then opened alone).
+pub(super) fn open(
+    path: &Path,
+    first: StoredFile,
+) -> Result<Checkpoint, (StoredFile, Option<LoadError>)> {
+    let Some((0, count)) = split_of(&first) else {
+        return Err((first, None));
+    };
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default()
+        .to_owned();
+    let Some((prefix, named)) = parse_name(&name).map(|(p, n)| (p.to_owned(), n)) else {
+        return Err((first, None));
+    };
+    if named != count {
+        let e = invalid(
+            path,
+            format!("split.count is {count}, but the file name says {named} parts"),
+        );
+        return Err((first, Some(e)));
+    }
+    let folder = path.parent().unwrap_or_else(|| Path::new("."));
+    let mut shards = vec![Shard { name, file: first }];
+    for k in 2..=count {
+        let part = format!("{prefix}-{k:05}-of-{count:05}.gguf");
+        let at: PathBuf = folder.join(&part);
+        let file = StoredFile::open(&at).map_err(|e| match e {
+            LoadError::Io { path, source } => LoadError::ShardMissing {
+                shard: part.clone(),
+                path,
+                source,
+            },
+            other => other,
+        });
+        let file = match file {
+            Ok(f) => f,
+            Err(e) => return Err((shards.swap_remove(0).file, Some(e))),
+        };
+        if split_of(&file) != Some((k - 1, count)) {
+            let e = invalid(
+                &at,
+                format!(
+                    "part {part:?} does not say it is part {} of {count} (split.no, split.count)",
+                    k - 1
+                ),
+            );
+            return Err((shards.swap_remove(0).file, Some(e)));
+        }
+        shards.push(Shard { name: part, file });
+    }
+    let mut warnings = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut tensors = Vec::new();
+    for (s, shard) in shards.iter().enumerate() {
+        for (index, t) in shard.file.header().tensors().iter().enumerate() {
+            if !seen.insert(t.name().to_owned()) {
+                warnings.push(Warning {
+                    kind: "DuplicateTensor",
+                    message: format!(
+                        "{:?} also holds tensor {:?}; the first part's is the one read by name",
+                        shard.name,
+                        t.name()
+                    ),
+                    tensor: Some(t.name().to_owned()),
+                    shard: Some(shard.name.clone()),
+                });
+            }
+            tensors.push(TensorRef { shard: s, index });
+        }
+    }
+    Ok(Checkpoint::new(
+        path.to_path_buf(),
+        CheckpointKind::Folder,
+        shards,
+        tensors,
+        warnings,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_name;
+
+    #[test]
+    fn part_names_give_their_stem_and_count() {
+        assert_eq!(parse_name("m-00001-of-00003.gguf"), Some(("m", 3)));
+        assert_eq!(parse_name("a-b-00001-of-00012.gguf"), Some(("a-b", 12)));
+        assert_eq!(parse_name("m-1-of-3.gguf"), None);
+        assert_eq!(parse_name("m.gguf"), None);
+    }
+}

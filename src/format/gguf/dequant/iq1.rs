@@ -1,0 +1,50 @@
+//! IQ1_S and IQ1_M: 256-element blocks of groups of 8 values, each group
+//! an 11-bit row index of the ternary grid (-1, 0, 1) shifted by ±0.125,
+//! each value `(d * (2s + 1)) * (grid + delta)` for a 3-bit scale `s`.
+
+use super::f16;
+use super::grids_iq1s::IQ1S_GRID;
+
+/// The shift of a group: +0.125, or -0.125 where its flag is set.
+fn delta(negative: bool) -> f32 {
+    if negative { -0.125 } else { 0.125 }
+}
+
+/// Eight values `dl * (grid + delta)` of grid row `index`.
+fn push_row(out: &mut Vec<f32>, dl: f32, index: usize, delta: f32) {
+    let row = IQ1S_GRID[index];
+    out.extend((0..8).map(|k| dl * (f32::from((row >> (8 * k)) as u8 as i8) + delta)));
+}
+
+/// An IQ1_S block: `d`, 32 low index bytes, then per sub-block of 32 a
+/// u16: four 3-bit high index parts, a 3-bit scale, the delta's sign.
+pub(super) fn iq1_s(b: &[u8], out: &mut Vec<f32>) {
+    let d = f16(b, 0);
+    let qs = &b[2..34];
+    for (sub, h) in b[34..50].chunks_exact(2).enumerate() {
+        let qh = u16::from_le_bytes([h[0], h[1]]);
+        let dl = d * f32::from(2 * ((qh >> 12) & 7) + 1);
+        let delta = delta(qh & 0x8000 != 0);
+        for g in 0..4 {
+            let high = usize::from((qh >> (3 * g)) & 7);
+            push_row(out, dl, usize::from(qs[sub * 4 + g]) | (high << 8), delta);
+        }
+    }
+}
+
+/// An IQ1_M block: 32 low index bytes, 16 bytes of nibbles (a 3-bit high
+/// index part and the delta's sign per group), four u16 of 3-bit scales
+/// (one per 16 values) whose top nibbles make the f16 `d`.
+pub(super) fn iq1_m(b: &[u8], out: &mut Vec<f32>) {
+    let (qs, qh, sc) = (&b[..32], &b[32..48], &b[48..56]);
+    let w: [u16; 4] = std::array::from_fn(|i| u16::from_le_bytes([sc[2 * i], sc[2 * i + 1]]));
+    let bits = (w[0] >> 12) | ((w[1] & 0xF000) >> 8) | ((w[2] & 0xF000) >> 4) | (w[3] & 0xF000);
+    let d = half::f16::from_bits(bits).to_f32();
+    for g in 0..32 {
+        let s = (w[g / 8] >> (3 * ((g / 2) % 4))) & 7;
+        let dl = d * f32::from(2 * s + 1);
+        let nibble = (qh[g / 2] >> (4 * (g % 2))) & 0x0F;
+        let index = usize::from(qs[g]) | (usize::from(nibble & 7) << 8);
+        push_row(out, dl, index, delta(nibble & 8 != 0));
+    }
+}

@@ -1,7 +1,7 @@
 //! Desktop integration on Linux: `tensorscope --install-desktop` installs
 //! the `.desktop` entry, the MIME types of the containers it opens
 //! (`application/x-safetensors`, `application/x-npy`, `application/x-npz`,
-//! `application/x-pytorch`)
+//! `application/x-pytorch`, `application/x-gguf`)
 //! and the icon for the current user (XDG data dirs), and makes Tensorscope
 //! their default handler, so a double-click on a checkpoint opens it.
 
@@ -23,6 +23,7 @@ pub const MIME_TYPES: &[&str] = &[
     "application/x-npy",
     "application/x-npz",
     "application/x-pytorch",
+    "application/x-gguf",
 ];
 /// The desktop entry's file name.
 pub const DESKTOP_FILE: &str = "tensorscope.desktop";

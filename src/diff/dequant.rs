@@ -76,23 +76,24 @@ pub(super) fn meets_hf(a: &Checkpoint, b: &Checkpoint) -> bool {
 }
 
 /// A side's items under their Hugging Face names when it [`hf_side`]s the
-/// other; the heads of each item to un-permute.
+/// other; for each item, the heads to un-permute it by and its own name
+/// when it was renamed.
 fn hf_view(
     ck: &Checkpoint,
     other: &Checkpoint,
     items: &mut [(String, Item<'_>)],
-) -> Vec<Option<u64>> {
+) -> Vec<(Option<u64>, Option<String>)> {
     use crate::format::gguf::names;
-    let mut heads = vec![None; items.len()];
+    let mut out = vec![(None, None); items.len()];
     if let Some(parts) = hf_side(ck, other) {
-        for ((name, _), h) in items.iter_mut().zip(&mut heads) {
+        for ((name, _), o) in items.iter_mut().zip(&mut out) {
             if let Some(hf) = names::hf_name(name) {
-                *h = names::permuted_heads(parts, name);
-                *name = hf;
+                o.0 = names::permuted_heads(parts, name);
+                o.1 = Some(std::mem::replace(name, hf));
             }
         }
     }
-    heads
+    out
 }
 
 /// Compares one pair of items (`heads`: each side's rows to un-permute).
@@ -187,8 +188,8 @@ pub(super) fn diff_dequant(
 ) -> Result<DiffReport, DiffError> {
     let mut items_a = items(a, qa);
     let mut items_b = items(b, qb);
-    let heads_a = hf_view(a, b, &mut items_a);
-    let heads_b = hf_view(b, a, &mut items_b);
+    let own_a = hf_view(a, b, &mut items_a);
+    let own_b = hf_view(b, a, &mut items_b);
     let mut in_a: HashMap<String, usize> = HashMap::with_capacity(items_a.len());
     for (i, (name, _)) in items_a.iter().enumerate() {
         in_a.insert(match_key(name, options, Side::A), i);
@@ -241,8 +242,9 @@ pub(super) fn diff_dequant(
         },
         &|k| {
             let (i, j) = pairs[k];
-            let heads = (heads_a[i], heads_b[j]);
-            compare(
+            let sides = (&own_a[i], &own_b[j]);
+            let heads = (sides.0.0, sides.1.0);
+            let mut row = compare(
                 a,
                 b,
                 &items_a[i],
@@ -251,7 +253,18 @@ pub(super) fn diff_dequant(
                 options,
                 cancel,
                 progress,
-            )
+            )?;
+            // Met through GGUF's names: how to read each side again.
+            if let Some(found) = row.as_mut()
+                && (sides.0.1.is_some() || sides.1.1.is_some())
+            {
+                found.sides = Some(super::PairSides {
+                    a: sides.0.1.clone().unwrap_or_else(|| items_a[i].0.clone()),
+                    b: sides.1.1.clone().unwrap_or_else(|| items_b[j].0.clone()),
+                    unpermute: heads,
+                });
+            }
+            Ok(row)
         },
         cancel,
         progress,

@@ -133,8 +133,12 @@ fn readers<'a>(
     sa: Source<'a>,
     b: &'a Checkpoint,
     sb: Source<'a>,
+    options: &DiffOptions,
 ) -> Option<(Reader<'a>, Reader<'a>)> {
-    let (ra, rb) = (Reader::open(a, sa)?, Reader::open(b, sb)?);
+    let (ra, rb) = (
+        Reader::open(a, sa)?.unpermuted(options.unpermute.0),
+        Reader::open(b, sb)?.unpermuted(options.unpermute.1),
+    );
     (ra.shape == rb.shape && ra.dtype != Dtype::C64 && rb.dtype != Dtype::C64).then_some((ra, rb))
 }
 
@@ -207,7 +211,7 @@ pub fn delta_histogram_of(
     cancel: &CancelToken,
     progress: &Progress,
 ) -> Result<Option<DeltaHistogram>, Cancelled> {
-    let Some((mut ra, mut rb)) = readers(a, sa, b, sb) else {
+    let Some((mut ra, mut rb)) = readers(a, sa, b, sb, options) else {
         return Ok(None);
     };
     let bins = bins.clamp(1, 4096);
@@ -300,7 +304,7 @@ pub fn abs_delta_map_of(
     cancel: &CancelToken,
     progress: &Progress,
 ) -> Result<Option<Heatmap>, Cancelled> {
-    let Some((mut ra, mut rb)) = readers(a, sa, b, sb) else {
+    let Some((mut ra, mut rb)) = readers(a, sa, b, sb, options) else {
         return Ok(None);
     };
     if ra.numel() == 0 {

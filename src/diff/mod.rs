@@ -51,6 +51,22 @@ pub struct DiffOptions {
     /// Compare stored tensors only, even where a side is quantized (by
     /// default quantized weights are compared by their decoded values).
     pub raw: bool,
+    /// For one pair's detail ([`delta_histogram_of`], [`abs_delta_map_of`]):
+    /// the heads each side's rows are un-permuted by (a GGUF's attention Q
+    /// or K met against its original; see [`PairSides`]).
+    pub unpermute: (Option<u64>, Option<u64>),
+}
+
+/// How a pair met through llama.cpp's name table is read: each side's own
+/// name, and the heads its rows are un-permuted by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PairSides {
+    /// A's name in A.
+    pub a: String,
+    /// B's name in B.
+    pub b: String,
+    /// The heads A's and B's rows are un-permuted by.
+    pub unpermute: (Option<u64>, Option<u64>),
 }
 
 /// The status of a pair of tensors with the same name.
@@ -150,6 +166,10 @@ pub struct TensorDiff {
     /// compared (for [`DiffReport::layers`]).
     #[serde(skip)]
     pub sums: Option<[f64; 2]>,
+    /// A pair met through llama.cpp's name table: how to read each side
+    /// again (for the explorer's pair detail).
+    #[serde(skip)]
+    pub sides: Option<PairSides>,
 }
 
 /// The error of one layer's tensors together (a quantized model against

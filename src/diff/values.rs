@@ -235,6 +235,7 @@ pub(super) fn identical(
         dequantized: None,
         snr_db: None,
         sums: None,
+        sides: None,
     }
 }
 

@@ -218,10 +218,12 @@ pub fn heatmap(
 
 /// [`pair_detail`] of a pair where a side is a quantized weight: each side
 /// by name, its decoded values when its quantization has a decoded
-/// logical tensor of that name, else its stored tensor.
+/// logical tensor of that name, else its stored tensor; each side's rows
+/// un-permuted by `unpermute`'s heads (a GGUF's Q or K).
 pub fn pair_detail_of(
     (a, qa, name_a): (&Checkpoint, Option<&QuantRows>, &str),
     (b, qb, name_b): (&Checkpoint, Option<&QuantRows>, &str),
+    unpermute: (Option<u64>, Option<u64>),
     cancel: &CancelToken,
     progress: &Progress,
 ) -> Result<PairDetail, String> {
@@ -235,7 +237,10 @@ pub fn pair_detail_of(
     let _fb = b
         .fetch(&parts_b, cancel, progress)
         .map_err(|e| e.to_string())?;
-    let opts = DiffOptions::default();
+    let opts = DiffOptions {
+        unpermute,
+        ..DiffOptions::default()
+    };
     let delta = diff::delta_histogram_of(a, sa, b, sb, 128, &opts, cancel, progress)
         .map_err(|e| e.to_string())?;
     let map = diff::abs_delta_map_of(a, sa, b, sb, 256, &opts, cancel, progress)

@@ -40,7 +40,7 @@ fn install_desktop_registers_the_mime_type_and_handler() {
     );
     assert!(
         entry.contains(
-            "MimeType=application/x-safetensors;application/x-npy;application/x-npz;application/x-pytorch;"
+            "MimeType=application/x-safetensors;application/x-npy;application/x-npz;application/x-pytorch;application/x-gguf;"
         ),
         "{entry}"
     );
@@ -74,6 +74,7 @@ fn install_desktop_registers_the_mime_type_and_handler() {
             "application/x-pytorch:*.pt",
             "application/x-pytorch:*.ckpt",
             "application/x-pytorch:pytorch_model*.bin",
+            "application/x-gguf:*.gguf",
         ] {
             assert!(globs.contains(glob), "{glob}: {globs}");
         }
@@ -84,6 +85,7 @@ fn install_desktop_registers_the_mime_type_and_handler() {
         "application/x-npy",
         "application/x-npz",
         "application/x-pytorch",
+        "application/x-gguf",
     ] {
         let query = if tool("xdg-mime") {
             let q = Command::new("xdg-mime")

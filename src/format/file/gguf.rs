@@ -27,8 +27,8 @@ enum Failure {
 fn open(remote: &RemoteFile) -> Result<Opened, Failure> {
     let len = remote.bytes().len() as u64;
     let mut have = crate::source::remote::file::HEADER_GUESS.min(len);
+    remote.read_into_map(0..have).map_err(Failure::Remote)?;
     loop {
-        remote.read_into_map(0..have).map_err(Failure::Remote)?;
         let bytes = remote.bytes().get(..have as usize).unwrap_or(&[]);
         match open_bytes(bytes, len) {
             Ok(opened) => return Ok(opened),
@@ -36,7 +36,10 @@ fn open(remote: &RemoteFile) -> Result<Opened, Failure> {
                 at, need, reach, ..
             }) if have < len => {
                 let want = reach.max(at.saturating_add(need)).saturating_add(MARGIN);
-                have = want.min(len).max(have + 1);
+                let next = want.min(len).max(have + 1);
+                // Only what is not at hand yet.
+                remote.read_into_map(have..next).map_err(Failure::Remote)?;
+                have = next;
             }
             Err(e) => return Err(Failure::Gguf(e)),
         }
@@ -90,5 +93,4 @@ impl StoredFile {
     pub fn gguf(&self) -> Option<&crate::format::gguf::open::GgufParts> {
         self.gguf.as_ref()
     }
-
 }

@@ -162,11 +162,13 @@ fn metadata_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &mut Vec
     };
     let entries = &loaded.metadata;
     ui.horizontal(|ui| {
+        let label = ui.label("Search:");
         ui.add(
             egui::TextEdit::singleline(&mut view.meta_filter)
-                .hint_text("Search keys and values")
-                .desired_width(220.0),
-        );
+                .hint_text("keys and values")
+                .desired_width(200.0),
+        )
+        .labelled_by(label.id);
         if ui.button("Copy all as JSON").clicked() {
             let obj: serde_json::Map<String, serde_json::Value> = entries
                 .iter()
@@ -318,6 +320,7 @@ fn array_pages(
     egui::ScrollArea::vertical()
         .id_salt(("meta_array", key))
         .max_height(220.0)
+        .min_scrolled_height(180.0)
         .show(ui, |ui| {
             for row in &entry.1 {
                 ui.monospace(row);

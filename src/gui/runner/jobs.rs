@@ -193,20 +193,28 @@ impl Runner<'_> {
             return;
         };
         let wanted = c.detail.wants(&i);
-        if t.dequantized.is_some() {
-            // Its stored parts are packed codes: the Δ figures are of the
-            // decoded values, looked up by logical name on either side.
+        if t.dequantized.is_some() || t.sides.is_some() {
+            // Its stored parts are packed codes (or a GGUF's tensor met
+            // through llama.cpp's names): the Δ figures are of the decoded
+            // values, looked up by name on either side, rows un-permuted.
             let qa = tab.loaded().and_then(|l| l.quant.clone());
             let qb = c.b().and_then(|l| l.quant.clone());
-            let names = (
-                t.name_a.clone().unwrap_or_else(|| t.name.clone()),
-                t.name.clone(),
-            );
+            let (names, unpermute) = match &t.sides {
+                Some(s) => ((s.a.clone(), s.b.clone()), s.unpermute),
+                None => (
+                    (
+                        t.name_a.clone().unwrap_or_else(|| t.name.clone()),
+                        t.name.clone(),
+                    ),
+                    (None, None),
+                ),
+            };
             let job = wanted.then(|| {
                 self.spawn("diff-pair", move |cancel, progress| {
                     work::pair_detail_of(
                         (&a, qa.as_deref(), &names.0),
                         (&b, qb.as_deref(), &names.1),
+                        unpermute,
                         cancel,
                         progress,
                     )

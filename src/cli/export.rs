@@ -26,7 +26,7 @@ use tensorscope::jobs::{CancelToken, Progress};
 /// `tensorscope export FILE TENSOR -o OUT`.
 #[derive(Debug, Args)]
 pub struct ExportArgs {
-    /// A checkpoint: a .safetensors, .npy/.npz or PyTorch file, a shard
+    /// A checkpoint: a .safetensors, .npy/.npz, PyTorch or GGUF file, a shard
     /// index, a folder holding one, or an https:// or hf:// location.
     pub file: PathBuf,
     /// The tensor's exact name.

@@ -38,10 +38,10 @@ pub const EXIT_ERROR: i32 = 2;
 #[command(
     name = "tensorscope",
     version,
-    about = "A fast, safe explorer for machine-learning checkpoints (safetensors, NumPy, PyTorch)",
+    about = "A fast, safe explorer for machine-learning checkpoints (safetensors, NumPy, PyTorch, GGUF)",
     long_about = "A fast, safe explorer for machine-learning checkpoints: safetensors files and \
-shard indexes, NumPy .npy/.npz, and PyTorch files (read without running them), local or \
-remote (https://, hf://). Without a verb it opens the desktop explorer on FILE...; the \
+shard indexes, NumPy .npy/.npz, PyTorch files (read without running them) and GGUF \
+models (every ggml type dequantized), local or remote (https://, hf://). Without a verb it opens the desktop explorer on FILE...; the \
 verbs run headless and take --json.",
     args_conflicts_with_subcommands = true
 )]
@@ -119,7 +119,7 @@ impl F6Order {
 /// `tensorscope info FILE`.
 #[derive(Debug, Args)]
 pub struct InfoArgs {
-    /// A checkpoint: a .safetensors, .npy/.npz or PyTorch file, a shard
+    /// A checkpoint: a .safetensors, .npy/.npz, PyTorch or GGUF file, a shard
     /// index, a folder holding one, or an https:// or hf:// location.
     pub file: PathBuf,
     #[command(flatten)]
@@ -129,7 +129,7 @@ pub struct InfoArgs {
 /// `tensorscope validate FILE`.
 #[derive(Debug, Args)]
 pub struct ValidateArgs {
-    /// A checkpoint: a .safetensors, .npy/.npz or PyTorch file, a shard
+    /// A checkpoint: a .safetensors, .npy/.npz, PyTorch or GGUF file, a shard
     /// index, a folder holding one, or an https:// or hf:// location.
     pub file: PathBuf,
     #[command(flatten)]

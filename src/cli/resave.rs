@@ -30,7 +30,7 @@ use tensorscope::resave::{
 /// `tensorscope resave FILE -o OUT`.
 #[derive(Debug, Args)]
 pub struct ResaveArgs {
-    /// A checkpoint: a .safetensors, .npy/.npz or PyTorch file, a shard
+    /// A checkpoint: a .safetensors, .npy/.npz, PyTorch or GGUF file, a shard
     /// index, a folder holding one, or an https:// or hf:// location.
     pub file: PathBuf,
     /// The output: a .safetensors file (a folder gets model.safetensors);

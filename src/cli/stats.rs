@@ -29,7 +29,7 @@ use tensorscope::stats::{
 /// `tensorscope stats FILE`.
 #[derive(Debug, Args)]
 pub struct StatsArgs {
-    /// A checkpoint: a .safetensors, .npy/.npz or PyTorch file, a shard
+    /// A checkpoint: a .safetensors, .npy/.npz, PyTorch or GGUF file, a shard
     /// index, a folder holding one, or an https:// or hf:// location.
     pub file: PathBuf,
     /// Only the tensor with exactly this name (repeatable).

@@ -295,6 +295,13 @@ impl StoredFile {
             }
         } else {
             match extension.as_deref() {
+                // A `.gguf` that is no GGUF: GGUF's own verdict.
+                Some("gguf") => {
+                    let error = super::gguf::header::parse(bytes)
+                        .err()
+                        .unwrap_or_else(|| super::gguf::header::GgufError::Magic(String::new()));
+                    return Err(LoadError::Gguf { path, error });
+                }
                 Some("npy") if bytes.is_empty() => Err(NumpyError::Empty),
                 Some("npy") => Err(NumpyError::BadMagic),
                 Some("npz") => numpy::open_npz(bytes, None),

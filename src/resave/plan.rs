@@ -295,7 +295,13 @@ fn hf_names(ck: &Checkpoint, tensors: &mut [PlannedTensor]) -> Result<(), Resave
                 t.source_name
             ))
         })?;
-        if let Some(heads) = names::permuted_heads(parts, &t.source_name) {
+        if names::is_permuted(&t.source_name) {
+            let heads = names::permuted_heads(parts, &t.source_name).ok_or_else(|| {
+                ResaveError::HfNames(format!(
+                    "tensor {:?} was permuted by the head count, and {arch}.attention.head_count is missing or not an unsigned integer",
+                    t.source_name
+                ))
+            })?;
             let rows = t.shape.first().copied().unwrap_or(0);
             names::check_rows(&t.source_name, rows, heads).map_err(ResaveError::HfNames)?;
             t.unpermute_heads = Some(heads);

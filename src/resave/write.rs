@@ -335,8 +335,10 @@ fn verify(
             file.tensors.len()
         )));
     }
+    let by_name: HashMap<&str, &crate::TensorInfo> =
+        h.tensors().iter().map(|i| (i.name(), i)).collect();
     for t in file.tensors.iter().filter_map(|&k| plan.tensors.get(k)) {
-        let found = h.tensors().iter().find(|i| i.name() == t.name);
+        let found = by_name.get(t.name.as_str()).copied();
         match found {
             Some(i) if i.dtype() == t.dtype && i.shape() == t.shape && i.nbytes() == t.nbytes => {}
             Some(i) => {

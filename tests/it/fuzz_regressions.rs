@@ -8,6 +8,12 @@ use std::path::{Path, PathBuf};
 #[allow(dead_code)]
 mod targets;
 
+/// The `gguf` target: its work is in its own file (its libFuzzer entry is
+/// left out of this build).
+#[path = "../../fuzz/fuzz_targets/gguf.rs"]
+#[allow(dead_code)]
+mod gguf_target;
+
 /// The input files of a folder: every file but the READMEs, sorted.
 fn inputs(folder: &Path) -> Vec<PathBuf> {
     let Ok(read) = std::fs::read_dir(folder) else {
@@ -82,6 +88,12 @@ fn pytorch_inputs_replay() {
     assert!(replay("pytorch", &mut |data| targets::pytorch(dir.path(), data)) > 0);
 }
 
+#[test]
+fn gguf_inputs_replay() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    assert!(replay("gguf", &mut |data| gguf_target::gguf(dir.path(), data)) > 0);
+}
+
 /// Mutated seeds of the container targets: a seed with a few bytes changed
 /// and maybe cut short (headers, opcodes, lengths, zip records, deflated
 /// streams and storage counts broken as a byte can break them). None may
@@ -149,6 +161,17 @@ mod mutations {
             let data = mutated("pytorch", seed, edits, cut);
             let dir = tempfile::tempdir().expect("tempdir");
             super::targets::pytorch(dir.path(), &data);
+        }
+
+        #[test]
+        fn mutated_gguf_files_never_panic(
+            seed in any::<prop::sample::Index>(),
+            edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..8),
+            cut in any::<Option<prop::sample::Index>>(),
+        ) {
+            let data = mutated("gguf", seed, edits, cut);
+            let dir = tempfile::tempdir().expect("tempdir");
+            super::gguf_target::gguf(dir.path(), &data);
         }
     }
 }

@@ -514,3 +514,49 @@ fn diff_against_the_original_matches_every_tensor_and_measures_the_quantization(
         );
     }
 }
+
+#[test]
+fn hf_names_without_the_head_count_and_a_split_part_renamed_are_refused() {
+    let cwd = tempfile::tempdir().expect("tempdir");
+    // llama.attention.head_count renamed away: Q and K cannot be
+    // un-permuted, so nothing is written under Hugging Face's names.
+    let mut bytes = std::fs::read(data_dir().join("llama_tiny.gguf")).expect("fixture");
+    let key = [&26u64.to_le_bytes()[..], b"llama.attention.head_count"].concat();
+    let at = bytes
+        .windows(key.len())
+        .position(|w| w == key.as_slice())
+        .expect("the key");
+    bytes[at + 8 + 16] = b'H';
+    let file = cwd.path().join("m.gguf");
+    std::fs::write(&file, &bytes).expect("write");
+    let out = cwd.path().join("o.safetensors");
+    let r = run(
+        cwd.path(),
+        &[
+            "resave",
+            "--hf-names",
+            file.to_str().expect("p"),
+            "-o",
+            out.to_str().expect("p"),
+        ],
+    );
+    assert_eq!(
+        (r.code, r.doc["error"]["kind"].as_str()),
+        (2, Some("HfNames")),
+        "{}",
+        r.doc
+    );
+    assert!(!out.exists());
+    // A split model's first part under another name: its parts cannot be
+    // found, which is an error, not a model of one part.
+    let part = data_dir().join("split/tiny-00001-of-00002.gguf");
+    let renamed = cwd.path().join("tiny.gguf");
+    std::fs::copy(part, &renamed).expect("copy");
+    let r = run(cwd.path(), &["info", renamed.to_str().expect("p")]);
+    assert_eq!(
+        (r.code, r.doc["error"]["kind"].as_str()),
+        (2, Some("GgufInvalid")),
+        "{}",
+        r.doc
+    );
+}

@@ -26,9 +26,9 @@ fn parse_name(name: &str) -> Option<(&str, u64)> {
 }
 
 fn invalid(path: &Path, message: String) -> LoadError {
-    LoadError::InvalidIndex {
+    LoadError::Gguf {
         path: path.to_path_buf(),
-        message,
+        error: crate::format::gguf::header::GgufError::Invalid(message),
     }
 }
 
@@ -47,7 +47,13 @@ pub(super) fn open(
         .unwrap_or_default()
         .to_owned();
     let Some((prefix, named)) = parse_name(&name).map(|(p, n)| (p.to_owned(), n)) else {
-        return Err((first, None));
+        let e = invalid(
+            path,
+            format!(
+                "the file is the first of {count} parts (split.count), but its name is not NAME-00001-of-{count:05}.gguf, so its other parts cannot be found"
+            ),
+        );
+        return Err((first, Some(e)));
     };
     if named != count {
         let e = invalid(

@@ -18,7 +18,11 @@ pub const ARRAY_HEAD: u64 = 16;
 pub const MAX_DEPTH: usize = 64;
 /// Values kept at most over the whole table (a bound on memory that no
 /// real file reaches: a vocabulary keeps 16).
-const MAX_KEPT: u64 = 4 << 20;
+const MAX_KEPT: u64 = 1 << 20;
+/// Tensors a file may hold at most.
+pub const MAX_TENSORS: u64 = 1 << 18;
+/// Keys a file may hold at most.
+pub const MAX_KEYS: u64 = 1 << 16;
 /// The alignment when `general.alignment` is absent.
 pub const DEFAULT_ALIGNMENT: u64 = 32;
 
@@ -416,6 +420,20 @@ pub fn parse_prefix(bytes: &[u8], file_len: u64) -> Result<GgufHeader, GgufError
     }
     let n_tensors = r.u64("the tensor count")?;
     let n_kv = r.u64("the key/value count")?;
+    // Far above any model (the largest hold a few thousand tensors and a
+    // few dozen keys), and what keeps every verb's memory bounded.
+    for (count, most, what) in [
+        (n_tensors, MAX_TENSORS, "the tensor count"),
+        (n_kv, MAX_KEYS, "the key/value count"),
+    ] {
+        if count > most {
+            return Err(GgufError::Count {
+                what: format!("{what} (at most {most} are read)"),
+                count,
+                left: r.file_left(),
+            });
+        }
+    }
     // A pair is at least a key length, a type and one byte; a tensor info
     // a name length, n_dims, a type and an offset.
     r.check_count(n_kv, 13, "the key/value count")?;
@@ -452,7 +470,8 @@ pub fn parse_prefix(bytes: &[u8], file_len: u64) -> Result<GgufHeader, GgufError
         }
         Some((_, v)) => {
             return Err(GgufError::Invalid(format!(
-                "general.alignment is {v:?} ({}): it must be a UINT32 power of two",
+                "general.alignment is {} ({}): it must be a UINT32 power of two",
+                v.to_json(),
                 alignment_type.map_or("?", ValueType::name)
             )));
         }

@@ -47,6 +47,15 @@ pub fn hf_name(name: &str) -> Option<String> {
     Some(format!("model.layers.{layer}.{hf}.{kind}"))
 }
 
+/// True for a tensor `convert_hf_to_gguf.py` permutes (attention Q and K,
+/// weights and biases).
+pub fn is_permuted(name: &str) -> bool {
+    name.rsplit_once('.')
+        .and_then(|(module, _)| module.strip_prefix("blk."))
+        .and_then(|m| m.split_once('.'))
+        .is_some_and(|(_, part)| part == "attn_q" || part == "attn_k")
+}
+
 /// The head count `convert_hf_to_gguf.py` permuted tensor `name`'s rows
 /// by: `llama.attention.head_count` for `attn_q`, `head_count_kv` (else
 /// `head_count`) for `attn_k`; `None` for any other tensor.
@@ -54,7 +63,9 @@ pub fn permuted_heads(parts: &GgufParts, name: &str) -> Option<u64> {
     let arch = parts.architecture()?;
     let module = name.rsplit_once('.')?.0;
     let part = module.strip_prefix("blk.")?.split_once('.')?.1;
-    let heads = parts.unsigned(&format!("{arch}.attention.head_count"))?;
+    let heads = parts
+        .unsigned(&format!("{arch}.attention.head_count"))
+        .filter(|&h| h > 0)?;
     match part {
         "attn_q" => Some(heads),
         "attn_k" => Some(
@@ -83,7 +94,7 @@ pub fn source_row(r: u64, rows: u64, heads: u64) -> u64 {
 /// Why rows cannot be un-permuted by `heads` (not a whole number of head
 /// pairs), if so.
 pub fn check_rows(name: &str, rows: u64, heads: u64) -> Result<(), String> {
-    if heads == 0 || !rows.is_multiple_of(2 * heads) {
+    if heads == 0 || rows == 0 || !rows.is_multiple_of(2 * heads) {
         return Err(format!(
             "tensor {name:?}: {rows} rows are not a whole number of row pairs for {heads} heads, so its Q/K permutation cannot be undone"
         ));

@@ -595,11 +595,29 @@ impl Cells<'_> {
                 }
             }
         }
-        row.col(|ui| {
-            ui.weak(format!("{} parts", lt.parts().len()));
+        // One part (a GGUF's blocks): its place, as a stored tensor's.
+        let one = match lt.parts() {
+            [(_, t)] => ck.info(*t).map(|i| (*t, i.data_offsets())),
+            _ => None,
+        };
+        row.col(|ui| match one {
+            Some((_, [b, e])) if ck.container().has_data_section() => {
+                ui.label(format!("{b}..{e}"));
+            }
+            _ => {
+                ui.weak(format!("{} parts", lt.parts().len()));
+            }
         });
         if ck.is_sharded() {
-            row.col(|_| {});
+            row.col(|ui| {
+                if let Some(shard) = one.and_then(|(t, _)| ck.shards().get(t.shard())) {
+                    ui.add(
+                        egui::Label::new(safe_text(shard.name(), 200))
+                            .truncate()
+                            .selectable(false),
+                    );
+                }
+            });
         }
         self.select_on_click(row, index, out);
     }

@@ -106,7 +106,8 @@ impl<'a> Dequantizer<'a> {
 
     /// The codes an element can have, lowest and highest: unsigned `0..2^b`
     /// for GPTQ, AWQ, MLX and bitsandbytes 4-bit, signed for
-    /// compressed-tensors and I8, the raw bits of float codes.
+    /// compressed-tensors and I8, the raw bits of float codes, GGUF's as
+    /// its decoders hand them on (`format::gguf::dequant::code_range`).
     pub fn code_range(&self) -> (i32, i32) {
         match self.layout {
             Layout::Gptq { bits, .. } | Layout::MlxAffine { bits, .. } => (0, (1 << bits) - 1),
@@ -122,21 +123,25 @@ impl<'a> Dequantizer<'a> {
             } => (-128, 127),
             Layout::Scaled { .. } => (0, 255),
             Layout::Minifloat { code, .. } => (0, (1 << code.bits()) - 1),
-            Layout::Gguf { .. } => (0, 0),
+            Layout::Gguf { .. } => self.gguf_code_range().unwrap_or((0, 0)),
         }
     }
 
     /// False for a layout whose elements have no one integer code to
-    /// count (GGUF's block types: their codes index grids, or are split
-    /// over bit planes); its statistics then have no code histogram.
+    /// count (GGUF's grid types: their codes index rows of a grid); its
+    /// statistics then have no code histogram.
     pub fn has_codes(&self) -> bool {
-        !matches!(self.layout, Layout::Gguf { .. })
+        !matches!(self.layout, Layout::Gguf { .. }) || self.gguf_code_range().is_some()
     }
 
     /// What each code stands for before scaling, for codes that stand for
-    /// values (float codes, bitsandbytes' stored 4-bit map); `None` for
-    /// integer codes.
+    /// values (float codes, bitsandbytes' stored 4-bit map, GGUF's IQ4 and
+    /// FP4 tables); `None` for integer codes.
     pub fn code_values(&self) -> Option<Vec<f64>> {
+        if let Layout::Gguf { ty, .. } = self.layout {
+            let table = crate::format::gguf::dequant::code_values(*ty)?;
+            return Some(table.iter().map(|&v| f64::from(v)).collect());
+        }
         if let Layout::Bnb4 { quant_map, .. } = self.layout {
             let map = self.bytes(*quant_map);
             return Some((0..16).map(|i| scalar(map, Dtype::F32, i)).collect());
@@ -160,8 +165,9 @@ impl<'a> Dequantizer<'a> {
     }
 
     /// The scale element `i` is multiplied by (the effective one: with the
-    /// global scale, the nested absmax, LLM.int8's 1/127), for the value
-    /// grid; `None` past the end.
+    /// global scale, the nested absmax, LLM.int8's 1/127; for GGUF its
+    /// block's `d`, see [`Dequantizer::block_scales`]), for the value grid;
+    /// `None` past the end.
     #[expect(
         clippy::many_single_char_names,
         reason = "element i in row n, column k, group g, scale s"
@@ -250,7 +256,7 @@ impl<'a> Dequantizer<'a> {
                 self.dtype_of(scales, Dtype::BF16),
                 n * (cols / group.max(1)) + k / group.max(1),
             ),
-            Layout::Gguf { .. } => return None,
+            Layout::Gguf { .. } => return self.gguf_scale_at(i),
         })
     }
 

@@ -316,6 +316,11 @@ fn code_counts(
         cancel,
         || vec![0u64; width],
         |acc, range: Range<u64>| {
+            // GGUF's block types count their codes without their values.
+            if dq.count_codes(range.start, range.end - range.start, acc) {
+                progress.add(range.end - range.start);
+                return;
+            }
             let mut vals = [0f32; 1024];
             let mut cs = [0i32; 1024];
             let mut at = range.start;
@@ -360,6 +365,23 @@ fn scale_stats(
     options: &StatsOptions,
     cancel: &CancelToken,
 ) -> Result<Option<ScaleStats>, StatsError> {
+    // GGUF's scales are inside its blocks: the distribution of each
+    // block's (NVFP4: sub-block's) scale, under the tensor's own name.
+    if let Some(count) = dq.block_scale_count() {
+        let s = float::stats(
+            &BlockScales { dq, count },
+            options,
+            cancel,
+            &Progress::new(),
+        )?;
+        return Ok(Some(ScaleStats {
+            tensor: dq.tensor().name().to_owned(),
+            count: s.count,
+            min: s.min.map(super::Scalar::to_f64),
+            max: s.max.map(super::Scalar::to_f64),
+            histogram: s.histogram,
+        }));
+    }
     let Some((t, dtype)) = dq.scale_part() else {
         return Ok(None);
     };
@@ -424,6 +446,28 @@ impl View for NestedAbsmax<'_> {
                 .unwrap_or(0.0) as f32;
         }
         n
+    }
+    fn smallest_normal(&self) -> f64 {
+        f64::from(f32::MIN_POSITIVE)
+    }
+}
+
+/// The scales stored inside GGUF's blocks.
+struct BlockScales<'a> {
+    dq: &'a Dequantizer<'a>,
+    count: u64,
+}
+
+impl View for BlockScales<'_> {
+    type T = f32;
+    fn len(&self) -> u64 {
+        self.count
+    }
+    fn element_bytes(&self) -> u64 {
+        2
+    }
+    fn decode(&self, first: u64, out: &mut [f32]) -> usize {
+        self.dq.block_scales(first, out)
     }
     fn smallest_normal(&self) -> f64 {
         f64::from(f32::MIN_POSITIVE)

@@ -9,6 +9,7 @@ mod export;
 mod fixtures;
 mod fuzz_regressions;
 mod gguf;
+mod gguf_codes;
 mod gguf_hostile;
 mod gguf_verbs;
 mod hostile;

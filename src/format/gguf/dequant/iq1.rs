@@ -2,8 +2,8 @@
 //! an 11-bit row index of the ternary grid (-1, 0, 1) shifted by ±0.125,
 //! each value `(d * (2s + 1)) * (grid + delta)` for a 3-bit scale `s`.
 
-use super::f16;
 use super::grids_iq1s::IQ1S_GRID;
+use super::{Sink, f16};
 
 /// The shift of a group: +0.125, or -0.125 where its flag is set.
 fn delta(negative: bool) -> f32 {
@@ -11,14 +11,16 @@ fn delta(negative: bool) -> f32 {
 }
 
 /// Eight values `dl * (grid + delta)` of grid row `index`.
-fn push_row(out: &mut Vec<f32>, dl: f32, index: usize, delta: f32) {
+fn push_row(out: &mut impl Sink, dl: f32, index: usize, delta: f32) {
     let row = IQ1S_GRID[index];
-    out.extend((0..8).map(|k| dl * (f32::from((row >> (8 * k)) as u8 as i8) + delta)));
+    for k in 0..8 {
+        out.one(dl * (f32::from((row >> (8 * k)) as u8 as i8) + delta), 0);
+    }
 }
 
 /// An IQ1_S block: `d`, 32 low index bytes, then per sub-block of 32 a
 /// u16: four 3-bit high index parts, a 3-bit scale, the delta's sign.
-pub(super) fn iq1_s(b: &[u8], out: &mut Vec<f32>) {
+pub(super) fn iq1_s(b: &[u8], out: &mut impl Sink) {
     let d = f16(b, 0);
     let qs = &b[2..34];
     for (sub, h) in b[34..50].chunks_exact(2).enumerate() {
@@ -32,14 +34,25 @@ pub(super) fn iq1_s(b: &[u8], out: &mut Vec<f32>) {
     }
 }
 
+/// The four u16 scale words of an IQ1_M block.
+fn scale_words(b: &[u8]) -> [u16; 4] {
+    std::array::from_fn(|i| u16::from_le_bytes([b[48 + 2 * i], b[49 + 2 * i]]))
+}
+
+/// An IQ1_M block's f16 `d`, from the top nibbles of its scale words.
+pub(super) fn iq1_m_d(b: &[u8]) -> f32 {
+    let w = scale_words(b);
+    let bits = (w[0] >> 12) | ((w[1] & 0xF000) >> 8) | ((w[2] & 0xF000) >> 4) | (w[3] & 0xF000);
+    half::f16::from_bits(bits).to_f32()
+}
+
 /// An IQ1_M block: 32 low index bytes, 16 bytes of nibbles (a 3-bit high
 /// index part and the delta's sign per group), four u16 of 3-bit scales
 /// (one per 16 values) whose top nibbles make the f16 `d`.
-pub(super) fn iq1_m(b: &[u8], out: &mut Vec<f32>) {
-    let (qs, qh, sc) = (&b[..32], &b[32..48], &b[48..56]);
-    let w: [u16; 4] = std::array::from_fn(|i| u16::from_le_bytes([sc[2 * i], sc[2 * i + 1]]));
-    let bits = (w[0] >> 12) | ((w[1] & 0xF000) >> 8) | ((w[2] & 0xF000) >> 4) | (w[3] & 0xF000);
-    let d = half::f16::from_bits(bits).to_f32();
+pub(super) fn iq1_m(b: &[u8], out: &mut impl Sink) {
+    let (qs, qh) = (&b[..32], &b[32..48]);
+    let w = scale_words(b);
+    let d = iq1_m_d(b);
     for g in 0..32 {
         let s = (w[g / 8] >> (3 * ((g / 2) % 4))) & 7;
         let dl = d * f32::from(2 * s + 1);

@@ -3,7 +3,7 @@
 //! scaled by `(d * (0.5 + s)) * 0.25` for a 4-bit sub-block scale `s`.
 
 use super::grids::{IQ2S_GRID, IQ2XS_GRID, IQ2XXS_GRID, KSIGNS_IQ2XS};
-use super::{f16, push_signed};
+use super::{Sink, f16, push_signed};
 
 /// The scale of a group of an IQ2 block: `(d * (0.5 + s)) * 0.25`.
 fn scale(d: f32, s: u32) -> f32 {
@@ -18,7 +18,7 @@ fn nibble_scale(scales: &[u8], g: usize) -> u32 {
 
 /// An IQ2_XXS block: `d`, then per sub-block of 32 two u32 words, four
 /// grid indices (bytes) and four 7-bit sign indices under a 4-bit scale.
-pub(super) fn iq2_xxs(b: &[u8], out: &mut Vec<f32>) {
+pub(super) fn iq2_xxs(b: &[u8], out: &mut impl Sink) {
     let d = f16(b, 0);
     for sub in b[2..66].chunks_exact(8) {
         let aux = u32::from_le_bytes([sub[4], sub[5], sub[6], sub[7]]);
@@ -32,7 +32,7 @@ pub(super) fn iq2_xxs(b: &[u8], out: &mut Vec<f32>) {
 
 /// An IQ2_XS block: `d`, 32 u16 (a 9-bit grid index and a 7-bit sign
 /// index per group), 8 scale bytes.
-pub(super) fn iq2_xs(b: &[u8], out: &mut Vec<f32>) {
+pub(super) fn iq2_xs(b: &[u8], out: &mut impl Sink) {
     let d = f16(b, 0);
     let scales = &b[66..74];
     for (g, q) in b[2..66].chunks_exact(2).enumerate() {
@@ -45,7 +45,7 @@ pub(super) fn iq2_xs(b: &[u8], out: &mut Vec<f32>) {
 
 /// An IQ2_S block: `d`, 32 low index bytes, 32 sign bytes, 8 bytes of
 /// 2-bit high index parts, 8 scale bytes.
-pub(super) fn iq2_s(b: &[u8], out: &mut Vec<f32>) {
+pub(super) fn iq2_s(b: &[u8], out: &mut impl Sink) {
     let d = f16(b, 0);
     let (qs, signs, qh, scales) = (&b[2..34], &b[34..66], &b[66..74], &b[74..82]);
     for g in 0..32 {

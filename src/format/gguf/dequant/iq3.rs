@@ -2,7 +2,7 @@
 //! a row of a 4-wide grid, with one sign per value.
 
 use super::grids::{IQ3S_GRID, IQ3XXS_GRID, KSIGNS_IQ2XS};
-use super::{f16, push_signed};
+use super::{Sink, f16, push_signed};
 
 /// Two 4-wide grid rows as one 8-wide row (the first in the low bytes).
 fn pair(grid: &[u32], a: usize, b: usize) -> u64 {
@@ -12,7 +12,7 @@ fn pair(grid: &[u32], a: usize, b: usize) -> u64 {
 /// An IQ3_XXS block: `d`, 64 grid indices, then per sub-block of 32 a u32
 /// of four 7-bit sign indices under a 4-bit scale `s`, each value
 /// `((d * (0.5 + s)) * 0.5) * grid * sign`.
-pub(super) fn iq3_xxs(b: &[u8], out: &mut Vec<f32>) {
+pub(super) fn iq3_xxs(b: &[u8], out: &mut impl Sink) {
     let d = f16(b, 0);
     let (qs, words) = (&b[2..66], &b[66..98]);
     for (sub, w) in words.chunks_exact(4).enumerate() {
@@ -30,7 +30,7 @@ pub(super) fn iq3_xxs(b: &[u8], out: &mut Vec<f32>) {
 /// An IQ3_S block: `d`, 64 low index bytes, 8 bytes of high index bits,
 /// 32 sign bytes, 4 scale bytes (a nibble per sub-block of 32), each value
 /// `(d * (1 + 2s)) * grid * sign`.
-pub(super) fn iq3_s(b: &[u8], out: &mut Vec<f32>) {
+pub(super) fn iq3_s(b: &[u8], out: &mut impl Sink) {
     let d = f16(b, 0);
     let (qs, qh, signs, scales) = (&b[2..66], &b[66..74], &b[74..106], &b[106..110]);
     let index = |i: usize| usize::from(qs[i]) | (usize::from((qh[i / 8] >> (i % 8)) & 1) << 8);

@@ -2,25 +2,26 @@
 //! and NVFP4 (the doubled e2m1 values of `kvalues_mxfp4`), each value
 //! `scale * kvalue`.
 
-use super::basic::q4;
-use super::f16;
+use super::basic::nibble_halves;
 use super::grids::{KVALUES_IQ4NL, KVALUES_MXFP4};
+use super::{Sink, f16, table_of};
 
-/// The values `d * kvalues[q]` of a 32-element run of nibbles (`qs`, 16
-/// bytes: low nibbles first, then high).
-fn push_nibbles(out: &mut Vec<f32>, d: f32, qs: &[u8], kvalues: &[i8; 16]) {
-    out.extend((0..32).map(|i| d * f32::from(kvalues[usize::from(q4(qs, i))])));
+/// The 16 values `d * kvalues[q]` of a run's codes.
+#[inline]
+fn scaled(d: f32, kvalues: &[i8; 16]) -> [f32; 16] {
+    table_of(16, |q| d * f32::from(kvalues[usize::from(q)]))
 }
 
-/// An IQ4_NL block: f16 `d`, 16 bytes of nibbles.
-pub(super) fn iq4_nl(b: &[u8], out: &mut Vec<f32>) {
-    push_nibbles(out, f16(b, 0), &b[2..18], &KVALUES_IQ4NL);
+/// An IQ4_NL block: f16 `d`, 16 bytes of nibbles (codes 0..15, indices
+/// into `kvalues_iq4nl`).
+pub(super) fn iq4_nl(b: &[u8], out: &mut impl Sink) {
+    nibble_halves(out, &scaled(f16(b, 0), &KVALUES_IQ4NL), &b[2..18]);
 }
 
 /// An IQ4_XS block: f16 `d`, a u16 of the scales' high bit pairs, 4 bytes
 /// of their low nibbles, 128 bytes of nibbles; sub-block `j` of 32 has the
 /// 6-bit scale `s - 32` and values `(d * (s - 32)) * kvalue`.
-pub(super) fn iq4_xs(b: &[u8], out: &mut Vec<f32>) {
+pub(super) fn iq4_xs(b: &[u8], out: &mut impl Sink) {
     let d = f16(b, 0);
     let high = u16::from_le_bytes([b[2], b[3]]);
     let (low, qs) = (&b[4..8], &b[8..136]);
@@ -28,7 +29,7 @@ pub(super) fn iq4_xs(b: &[u8], out: &mut Vec<f32>) {
         let l = (low[j / 2] >> (4 * (j % 2))) & 0x0F;
         let h = ((high >> (2 * j)) & 3) as u8;
         let dl = d * f32::from((l | (h << 4)) as i8 - 32);
-        push_nibbles(out, dl, run, &KVALUES_IQ4NL);
+        nibble_halves(out, &scaled(dl, &KVALUES_IQ4NL), run);
     }
 }
 
@@ -43,9 +44,10 @@ pub(super) fn e8m0_half(e: u8) -> f32 {
     f32::from_bits(bits)
 }
 
-/// An MXFP4 block: an e8m0 scale byte, 16 bytes of nibbles.
-pub(super) fn mxfp4(b: &[u8], out: &mut Vec<f32>) {
-    push_nibbles(out, e8m0_half(b[0]), &b[1..17], &KVALUES_MXFP4);
+/// An MXFP4 block: an e8m0 scale byte, 16 bytes of nibbles (codes 0..15,
+/// the e2m1 codes).
+pub(super) fn mxfp4(b: &[u8], out: &mut impl Sink) {
+    nibble_halves(out, &scaled(e8m0_half(b[0]), &KVALUES_MXFP4), &b[1..17]);
 }
 
 /// NVFP4's unsigned e4m3 scale (bias 7), halved for the doubled kvalues,
@@ -65,16 +67,8 @@ pub(super) fn ue4m3_half(x: u8) -> f32 {
 
 /// An NVFP4 block: four ue4m3 scale bytes, then four sub-blocks of 16
 /// values in 8 bytes of nibbles each (low nibbles first, then high).
-pub(super) fn nvfp4(b: &[u8], out: &mut Vec<f32>) {
+pub(super) fn nvfp4(b: &[u8], out: &mut impl Sink) {
     for (s, run) in b[4..36].chunks_exact(8).enumerate() {
-        let d = ue4m3_half(b[s]);
-        let code = |i: usize| {
-            if i < 8 {
-                run[i] & 0x0F
-            } else {
-                run[i - 8] >> 4
-            }
-        };
-        out.extend((0..16).map(|i| d * f32::from(KVALUES_MXFP4[usize::from(code(i))])));
+        nibble_halves(out, &scaled(ue4m3_half(b[s]), &KVALUES_MXFP4), run);
     }
 }

@@ -355,6 +355,10 @@ impl Checkpoint {
             CheckpointKind::Sharded { .. } => {
                 format!("{label} files · {} shards", self.shards.len())
             }
+            // A split GGUF's parts, opened from the first.
+            CheckpointKind::Folder if first.file.gguf().is_some() => {
+                format!("{label} model · split in {} parts", self.shards.len())
+            }
             CheckpointKind::Folder => {
                 format!("{label} files · a folder of {}", self.shards.len())
             }

@@ -54,6 +54,11 @@ fn file_ui(ui: &mut egui::Ui, tab: &Tab) {
                     ui.weak("Kind");
                     ui.label(match ck.kind() {
                         CheckpointKind::Single => "single file".to_owned(),
+                        CheckpointKind::Folder
+                            if ck.container() == crate::format::ContainerKind::Gguf =>
+                        {
+                            format!("a split model, {} parts", ck.shards().len())
+                        }
                         CheckpointKind::Folder => {
                             format!("a folder of {} files", ck.shards().len())
                         }

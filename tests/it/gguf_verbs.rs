@@ -134,6 +134,24 @@ fn stored(entry: &Value, t: &Value) -> Vec<u8> {
     bytes[b..e].to_vec()
 }
 
+/// `export [--raw] FILE NAME -o OUT` in `cwd`.
+fn export(
+    cwd: &Path,
+    entry: &Value,
+    name: &str,
+    out: &Path,
+    raw: bool,
+) -> crate::pytorch::build::Run {
+    let file = path_of(entry);
+    let out = out.to_str().expect("utf-8");
+    let mut args = vec!["export"];
+    if raw {
+        args.push("--raw");
+    }
+    args.extend([file.as_str(), name, "-o", out]);
+    run(cwd, &args)
+}
+
 #[test]
 fn export_writes_values_raw_blocks_and_stored_bytes() {
     let cwd = tempfile::tempdir().expect("tempdir");
@@ -145,16 +163,7 @@ fn export_writes_values_raw_blocks_and_stored_bytes() {
             let dtype = w["dtype"].as_str().expect("dtype");
             let shape: Vec<u64> = serde_json::from_value(w["shape"].clone()).expect("shape");
             let npy = cwd.path().join("v.npy");
-            let r = run(
-                cwd.path(),
-                &[
-                    "export",
-                    &path_of(entry),
-                    name,
-                    "-o",
-                    npy.to_str().expect("p"),
-                ],
-            );
+            let r = export(cwd.path(), entry, name, &npy, false);
             assert_eq!(r.code, 0, "{what}: {name}: {}", r.doc);
             let got = read_exported_npy(&npy);
             assert_eq!(got.shape, shape, "{what}: {name}");
@@ -176,17 +185,7 @@ fn export_writes_values_raw_blocks_and_stored_bytes() {
                 checked += 1;
             }
             // --raw: a block type's bytes shaped as GGUFReader gives them.
-            let r = run(
-                cwd.path(),
-                &[
-                    "export",
-                    "--raw",
-                    &path_of(entry),
-                    name,
-                    "-o",
-                    npy.to_str().expect("p"),
-                ],
-            );
+            let r = export(cwd.path(), entry, name, &npy, true);
             assert_eq!(r.code, 0, "{what}: {name}: {}", r.doc);
             let raw = read_exported_npy(&npy);
             let block = manifest()["types"]
@@ -213,16 +212,7 @@ fn export_writes_values_raw_blocks_and_stored_bytes() {
                 _ => {}
             }
             let bin = cwd.path().join("s.bin");
-            let r = run(
-                cwd.path(),
-                &[
-                    "export",
-                    &path_of(entry),
-                    name,
-                    "-o",
-                    bin.to_str().expect("p"),
-                ],
-            );
+            let r = export(cwd.path(), entry, name, &bin, false);
             assert_eq!(r.code, 0, "{what}: {name}: {}", r.doc);
             assert_eq!(
                 std::fs::read(&bin).expect("bin"),

@@ -3,7 +3,7 @@
 //! GGUF with its own header and data section, opened from the first part
 //! as one model. Each part's `split.no` and `split.count` are checked.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::{Checkpoint, CheckpointKind, Shard, TensorRef, Warning};
 use crate::format::{LoadError, StoredFile};
@@ -32,18 +32,24 @@ fn invalid(path: &Path, message: String) -> LoadError {
     }
 }
 
-/// `first` opened as the model it is the first part of; `None` when it is
-/// no split model's first part (it is then opened alone).
+/// `first` (opened from `path`, a local file or a URL) as the model it is
+/// the first part of; `Err((first, None))` when it is no split model's
+/// first part (it is then opened alone). The other parts are opened by
+/// `open_part`, given their file name.
 pub(super) fn open(
     path: &Path,
     first: StoredFile,
+    open_part: &dyn Fn(&str) -> Result<StoredFile, LoadError>,
 ) -> Result<Checkpoint, (StoredFile, Option<LoadError>)> {
     let Some((0, count)) = split_of(&first) else {
         return Err((first, None));
     };
-    let name = path
-        .file_name()
-        .and_then(|n| n.to_str())
+    // The file name (a URL's last segment, without its query).
+    let text = path.to_string_lossy();
+    let name = text
+        .split(['?', '#'])
+        .next()
+        .and_then(|p| p.rsplit('/').next())
         .unwrap_or_default()
         .to_owned();
     let Some((prefix, named)) = parse_name(&name).map(|(p, n)| (p.to_owned(), n)) else {
@@ -62,12 +68,10 @@ pub(super) fn open(
         );
         return Err((first, Some(e)));
     }
-    let folder = path.parent().unwrap_or_else(|| Path::new("."));
     let mut shards = vec![Shard { name, file: first }];
     for k in 2..=count {
         let part = format!("{prefix}-{k:05}-of-{count:05}.gguf");
-        let at: PathBuf = folder.join(&part);
-        let file = StoredFile::open(&at).map_err(|e| match e {
+        let file = open_part(&part).map_err(|e| match e {
             LoadError::Io { path, source } => LoadError::ShardMissing {
                 shard: part.clone(),
                 path,
@@ -81,7 +85,7 @@ pub(super) fn open(
         };
         if split_of(&file) != Some((k - 1, count)) {
             let e = invalid(
-                &at,
+                file.path(),
                 format!(
                     "part {part:?} does not say it is part {} of {count} (split.no, split.count)",
                     k - 1
@@ -120,9 +124,34 @@ pub(super) fn open(
     ))
 }
 
+/// The URL of file `name` beside the file at `url` (its last segment
+/// replaced, a query kept).
+pub(super) fn sibling_url(url: &str, name: &str) -> String {
+    let (base, query) = match url.find(['?', '#']) {
+        Some(at) => url.split_at(at),
+        None => (url, ""),
+    };
+    match base.rsplit_once('/') {
+        Some((dir, _)) => format!("{dir}/{name}{query}"),
+        None => name.to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::parse_name;
+    use super::{parse_name, sibling_url};
+
+    #[test]
+    fn siblings_keep_the_folder_and_the_query() {
+        assert_eq!(
+            sibling_url(
+                "https://h/r/m-00001-of-00002.gguf?download=1",
+                "m-00002-of-00002.gguf"
+            ),
+            "https://h/r/m-00002-of-00002.gguf?download=1"
+        );
+        assert_eq!(sibling_url("http://h/a.gguf", "b.gguf"), "http://h/b.gguf");
+    }
 
     #[test]
     fn part_names_give_their_stem_and_count() {

@@ -47,7 +47,9 @@ impl Checkpoint {
         } else {
             let file = StoredFile::open(&path)?;
             // The first part of a split GGUF opens the whole model.
-            match super::gguf_split::open(&path, file) {
+            let folder = path.parent().unwrap_or_else(|| Path::new("."));
+            let open_part = |name: &str| StoredFile::open(&folder.join(name));
+            match super::gguf_split::open(&path, file, &open_part) {
                 Ok(ck) => Ok(ck),
                 Err((_, Some(e))) => Err(e),
                 Err((file, None)) => Ok(Self::single(path, file)),
@@ -199,7 +201,16 @@ impl Checkpoint {
                 }
                 other => other.map_err(|e| not_found(e, &name))?,
             };
-            return Ok(Self::single(path, file));
+            // A split GGUF's first part: its parts beside it, by URL.
+            let open_part = |part: &str| {
+                StoredFile::open_url(&super::gguf_split::sibling_url(&url, part))
+                    .map_err(|e| not_found(e, part))
+            };
+            return match super::gguf_split::open(&path, file, &open_part) {
+                Ok(ck) => Ok(ck),
+                Err((_, Some(e))) => Err(e),
+                Err((file, None)) => Ok(Self::single(path, file)),
+            };
         }
         let text = match located.index {
             Some(t) => t,

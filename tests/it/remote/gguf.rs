@@ -141,3 +141,42 @@ fn info_reads_the_header_in_bounded_steps_and_no_tensor_data() {
     };
     assert_eq!(stats(&url), stats(local.to_str().expect("utf-8")));
 }
+
+/// A split model by the URL of its first part: every part, by the URLs
+/// beside it; a missing part is an error.
+#[test]
+fn a_remote_split_model_opens_every_part() {
+    let s = Server::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = dir.path().join("cache");
+    let names = ["tiny-00001-of-00002.gguf", "tiny-00002-of-00002.gguf"];
+    for name in names {
+        let bytes = std::fs::read(fixtures().join("split").join(name)).expect("part");
+        s.file(&format!("/split/{name}"), bytes);
+    }
+    let local = fixtures().join("split").join(names[0]);
+    super::same_as_local(
+        &cache,
+        &s.url(&format!("/split/{}", names[0])),
+        local.to_str().expect("utf-8"),
+    );
+    let (code, out, err) = run(
+        &cache,
+        &[],
+        &["info", "--json", &s.url(&format!("/split/{}", names[0]))],
+    );
+    assert_eq!(code, 0, "{err}");
+    let doc = json(&out, &err);
+    assert_eq!(doc["tensors"].as_array().map(Vec::len), Some(5), "{doc}");
+    assert_eq!(doc["tensors"][4]["shard"], names[1]);
+    // Only the first part on the server.
+    let bytes = std::fs::read(&local).expect("part");
+    s.file("/alone/tiny-00001-of-00002.gguf", bytes);
+    let (code, out, err) = run(
+        &cache,
+        &[],
+        &["info", "--json", &s.url("/alone/tiny-00001-of-00002.gguf")],
+    );
+    assert_eq!(code, 2, "{out}");
+    assert_eq!(json(&out, &err)["error"]["kind"], "NotFound", "{out}");
+}

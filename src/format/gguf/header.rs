@@ -19,6 +19,9 @@ pub const MAX_DEPTH: usize = 64;
 /// Values kept at most over the whole table (a bound on memory that no
 /// real file reaches: a vocabulary keeps 16).
 const MAX_KEPT: u64 = 1 << 20;
+/// Bytes of keys, names and strings a header may have copied at most (a
+/// chat template is kilobytes; a string of gigabytes is never copied).
+pub const MAX_KEPT_BYTES: u64 = 64 << 20;
 /// Tensors a file may hold at most.
 pub const MAX_TENSORS: u64 = 1 << 18;
 /// Keys a file may hold at most.
@@ -199,6 +202,8 @@ struct Reader<'a> {
     file_len: u64,
     pos: usize,
     kept: u64,
+    /// Bytes of the strings kept (copied) so far.
+    kept_bytes: u64,
     /// The smallest number of bytes still to come for what was declared
     /// and not yet read (pairs, tensor infos, array elements).
     owed: u64,
@@ -244,8 +249,10 @@ impl<'a> Reader<'a> {
         Ok(u64::from_le_bytes(a))
     }
 
-    /// A string's bytes: a u64 length, checked against what is left.
-    fn string_bytes(&mut self, what: &str) -> Result<&'a [u8], GgufError> {
+    /// A string's bytes: a u64 length, checked against what is left, and,
+    /// for a string that is kept (copied), against [`MAX_KEPT_BYTES`]
+    /// before it is read.
+    fn string_bytes(&mut self, what: &str, keep: bool) -> Result<&'a [u8], GgufError> {
         let len = self.u64(what)?;
         if len > self.file_left() {
             return Err(GgufError::Count {
@@ -253,6 +260,15 @@ impl<'a> Reader<'a> {
                 count: len,
                 left: self.file_left(),
             });
+        }
+        if keep {
+            self.kept_bytes = self.kept_bytes.saturating_add(len);
+            if self.kept_bytes > MAX_KEPT_BYTES {
+                return Err(GgufError::Invalid(format!(
+                    "{what} of {len} bytes at byte {}: the header's kept strings pass {MAX_KEPT_BYTES} bytes",
+                    self.pos
+                )));
+            }
         }
         self.take(len, what)
     }
@@ -302,7 +318,7 @@ impl<'a> Reader<'a> {
             ValueType::I64 => Value::Signed(self.u64(what)? as i64),
             ValueType::F64 => Value::F64(f64::from_bits(self.u64(what)?)),
             ValueType::Str => {
-                let b = self.string_bytes("a string")?;
+                let b = self.string_bytes("a string", keep)?;
                 if keep {
                     Value::Str(String::from_utf8_lossy(b).into_owned())
                 } else {
@@ -361,6 +377,7 @@ pub fn elements(
         file_len: bytes.len() as u64,
         pos: usize::try_from(at).unwrap_or(usize::MAX).min(bytes.len()),
         kept: 0,
+        kept_bytes: 0,
         owed: 0,
     };
     let min = elem.min_bytes();
@@ -412,6 +429,7 @@ pub fn parse_prefix(bytes: &[u8], file_len: u64) -> Result<GgufHeader, GgufError
         file_len,
         pos: 4,
         kept: 0,
+        kept_bytes: 0,
         owed: 0,
     };
     let version = r.u32("the version")?;
@@ -444,7 +462,7 @@ pub fn parse_prefix(bytes: &[u8], file_len: u64) -> Result<GgufHeader, GgufError
     r.owed = (n_kv * 13).saturating_add(n_tensors * 24);
     for _ in 0..n_kv {
         r.owed = r.owed.saturating_sub(13);
-        let key = utf8(r.string_bytes("a key")?, "a key")?;
+        let key = utf8(r.string_bytes("a key", true)?, "a key")?;
         if !keys.insert(key.clone()) {
             return Err(GgufError::Invalid(format!("key {key:?} appears twice")));
         }
@@ -480,7 +498,7 @@ pub fn parse_prefix(bytes: &[u8], file_len: u64) -> Result<GgufHeader, GgufError
     let mut names = std::collections::HashSet::new();
     for _ in 0..n_tensors {
         r.owed = r.owed.saturating_sub(24);
-        let name = utf8(r.string_bytes("a tensor name")?, "a tensor name")?;
+        let name = utf8(r.string_bytes("a tensor name", true)?, "a tensor name")?;
         if !names.insert(name.clone()) {
             return Err(GgufError::Invalid(format!(
                 "two tensors are named {name:?}"

@@ -341,3 +341,16 @@ fn errors_say_what_and_where() {
     assert_eq!(e, GgufError::Version(99));
     assert!(e.to_string().contains("99"));
 }
+
+#[test]
+fn a_string_of_more_than_the_kept_budget_is_refused_before_it_is_copied() {
+    let big = vec![b'a'; (super::header::MAX_KEPT_BYTES + 1) as usize];
+    let bytes = File::new().kv(b"template", 8, &string(&big)).bytes();
+    let e = parse(&bytes).expect_err("refused");
+    assert_eq!(e.kind(), "GgufInvalid", "{e}");
+    // A string just within it is read whole.
+    let fits = vec![b'b'; 1 << 20];
+    let bytes = File::new().kv(b"template", 8, &string(&fits)).bytes();
+    let h = parse(&bytes).expect("read");
+    assert_eq!(h.metadata[0].1, Value::Str("b".repeat(1 << 20)));
+}

@@ -363,7 +363,8 @@ impl<'a> Reader<'a> {
 /// Elements `from..from + count` of an array of `len` elements of type
 /// `elem` whose first element is at `at` in `bytes` (a file's header): the
 /// ones before are read past (strings have no fixed size), nested arrays
-/// kept as the header keeps them. Fewer at the end of the array.
+/// kept as the header keeps them. Fewer at the end of the array. (A reader
+/// going page by page keeps where each page starts and calls [`page`].)
 pub fn elements(
     bytes: &[u8],
     elem: ValueType,
@@ -391,15 +392,31 @@ pub fn elements(
         let skip = usize::try_from(from.min(len).saturating_mul(min)).unwrap_or(usize::MAX);
         r.pos = r.pos.saturating_add(skip).min(bytes.len());
     }
-    let mut out = Vec::with_capacity(
-        usize::try_from(end.saturating_sub(from))
-            .unwrap_or(0)
-            .min(4096),
-    );
-    for _ in from.min(len)..end {
+    Ok(page(bytes, elem, r.pos as u64, end.saturating_sub(from))?.0)
+}
+
+/// `count` elements of type `elem` from byte `at` of `bytes` (a file's
+/// header), and the byte after them: where the next page starts, so that
+/// paging on costs a page, not the elements before it.
+pub fn page(
+    bytes: &[u8],
+    elem: ValueType,
+    at: u64,
+    count: u64,
+) -> Result<(Vec<Value>, u64), GgufError> {
+    let mut r = Reader {
+        bytes,
+        file_len: bytes.len() as u64,
+        pos: usize::try_from(at).unwrap_or(usize::MAX).min(bytes.len()),
+        kept: 0,
+        kept_bytes: 0,
+        owed: 0,
+    };
+    let mut out = Vec::with_capacity(usize::try_from(count).unwrap_or(0).min(4096));
+    for _ in 0..count {
         out.push(r.value(elem, 1, true)?);
     }
-    Ok(out)
+    Ok((out, r.pos as u64))
 }
 
 /// Reads the header at the start of `bytes` (the whole file: tensor

@@ -236,6 +236,24 @@ fn metadata_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &mut Vec
         });
 }
 
+/// `text` with each character the monospace font cannot draw written as
+/// its code point (`\u{65e5}`): a vocabulary's CJK tokens, say, read as
+/// escapes rather than boxes.
+fn drawable(ui: &egui::Ui, text: &str) -> String {
+    let font = egui::FontId::monospace(12.0);
+    ui.ctx().fonts_mut(|f| {
+        text.chars()
+            .map(|c| {
+                if c.is_ascii() || f.has_glyph(&font, c) {
+                    c.to_string()
+                } else {
+                    format!("\\u{{{:x}}}", u32::from(c))
+                }
+            })
+            .collect()
+    })
+}
+
 /// Elements a page of a long GGUF array shows.
 const ARRAY_PAGE: u64 = 100;
 
@@ -249,12 +267,10 @@ fn array_pages(
     a: crate::gui::state::MetaArray,
     view: &mut ViewState,
 ) {
+    use crate::format::gguf::header::{Value, page as read_page};
     let pages = a.len.div_ceil(ARRAY_PAGE).max(1);
-    let entry = view
-        .meta_pages
-        .entry(key.to_owned())
-        .or_insert((u64::MAX, Vec::new()));
-    let mut page = if entry.0 == u64::MAX { 0 } else { entry.0 };
+    let entry = view.meta_pages.entry(key.to_owned()).or_default();
+    let mut page = entry.page.unwrap_or(0);
     ui.horizontal(|ui| {
         ui.weak(format!(
             "ARRAY[{}] of {} elements",
@@ -273,61 +289,62 @@ fn array_pages(
             crate::text::group_digits(first),
             crate::text::group_digits((first + ARRAY_PAGE).min(a.len).saturating_sub(1))
         ));
+        // Pages are read one after the other, each from where the last
+        // ended (a string array has no index).
+        let known = usize::try_from(page + 1).is_ok_and(|p| p < entry.starts.len());
         if ui
-            .add_enabled(page + 1 < pages, egui::Button::new("▶").small())
+            .add_enabled(page + 1 < pages && known, egui::Button::new("▶").small())
             .clicked()
         {
             page += 1;
         }
     });
-    if entry.0 != page {
-        let bytes = loaded
-            .ck
-            .shards()
-            .first()
-            .map_or(&[][..], |s| s.file().source().bytes());
-        let header = usize::try_from(
-            loaded
-                .ck
-                .shards()
-                .first()
-                .and_then(|s| s.file().gguf())
-                .map_or(0, |g| g.tensor_data_offset),
-        )
-        .unwrap_or(0)
-        .min(bytes.len());
+    if entry.page != Some(page) {
+        let file = loaded.ck.shards().first().map(crate::format::Shard::file);
+        let bytes = file.map_or(&[][..], |f| f.source().bytes());
+        let header = file
+            .and_then(|f| f.gguf())
+            .and_then(|g| usize::try_from(g.tensor_data_offset).ok())
+            .unwrap_or(0)
+            .min(bytes.len());
+        if entry.starts.is_empty() {
+            entry.starts.push(a.at);
+        }
         let first = page * ARRAY_PAGE;
-        let rows = crate::format::gguf::header::elements(
-            &bytes[..header],
-            a.elem,
-            a.at,
-            a.len,
-            first,
-            ARRAY_PAGE,
-        )
-        .map_or_else(
-            |e| vec![format!("cannot be read: {e}")],
-            |vals| {
+        let at = usize::try_from(page)
+            .ok()
+            .and_then(|p| entry.starts.get(p).copied())
+            .unwrap_or(a.at);
+        let count = ARRAY_PAGE.min(a.len.saturating_sub(first));
+        entry.rows = match read_page(&bytes[..header], a.elem, at, count) {
+            Ok((vals, next)) => {
+                if usize::try_from(page + 1).is_ok_and(|p| p == entry.starts.len()) {
+                    entry.starts.push(next);
+                }
                 vals.iter()
                     .enumerate()
                     .map(|(i, v)| {
                         let text = match v {
-                            crate::format::gguf::header::Value::Str(s) => format!("{s:?}"),
+                            Value::Str(s) => {
+                                format!("{:?}", s.chars().take(200).collect::<String>())
+                            }
                             other => other.to_json().to_string(),
                         };
-                        format!("{:>7}  {}", first + i as u64, safe_text(&text, 200))
+                        let text = safe_text(&text, 200);
+                        format!("{:>7}  {}", first + i as u64, drawable(ui, &text))
                     })
                     .collect()
-            },
-        );
-        *entry = (page, rows);
+            }
+            Err(e) => vec![format!("cannot be read: {e}")],
+        };
+        entry.page = Some(page);
     }
     egui::ScrollArea::vertical()
         .id_salt(("meta_array", key))
         .max_height(220.0)
         .min_scrolled_height(180.0)
         .show(ui, |ui| {
-            for row in &entry.1 {
+            for row in &entry.rows {
                 ui.monospace(row);
             }
         });

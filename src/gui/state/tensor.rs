@@ -366,6 +366,18 @@ pub enum HistKind {
     Codes,
 }
 
+/// The page of a long GGUF array the metadata pane shows.
+#[derive(Debug, Clone, Default)]
+pub struct ArrayPage {
+    /// The page shown (`None` before one is read).
+    pub page: Option<u64>,
+    /// Its rows, as shown.
+    pub rows: Vec<String>,
+    /// Where each page read so far starts in the file (page 0 at the
+    /// array's first element): paging on reads one page, not those before.
+    pub starts: Vec<u64>,
+}
+
 /// What the panels of one tab show and how: the panels' own state, bound to
 /// their widgets. Changing it never starts work or changes what the app
 /// holds; the runner may reset it (a new tensor goes back to page one).
@@ -378,8 +390,8 @@ pub struct ViewState {
     pub page: SidePage,
     /// The metadata pane's search text.
     pub meta_filter: String,
-    /// A long GGUF array's page shown, by key, and its rows once read.
-    pub meta_pages: std::collections::HashMap<String, (u64, Vec<String>)>,
+    /// A long GGUF array's page shown, by key.
+    pub meta_pages: std::collections::HashMap<String, ArrayPage>,
     /// The tensor view's open section.
     pub section: Section,
     /// First element shown in the value grid (a multiple of the page size).

@@ -43,6 +43,18 @@ fn a_quantized_gguf_opens_with_its_architecture_values_and_vocabulary() {
     next.click();
     h.run_steps(2);
     h.get_by_label_contains("100–199");
+    // On to the last page, and back: each page read from where the last
+    // one ended.
+    let next = |h: &mut super::App| {
+        h.query_all_by_label("▶").last().expect("next").click();
+        h.run_steps(2);
+    };
+    next(&mut h);
+    h.get_by_label_contains("200–299");
+    h.get_by_label_contains("\"<0xFF>\"");
+    h.query_all_by_label("◀").last().expect("back").click();
+    h.run_steps(2);
+    h.get_by_label_contains("100–199");
 }
 
 #[test]

@@ -20,7 +20,7 @@ use tensorscope::export::{
     Encoding, ExportError, ExportFormat, ExportOptions, ExportReport, PngReport, SizeLimit,
     export_logical, export_tensor,
 };
-use tensorscope::format::{Checkpoint, ContainerKind};
+use tensorscope::format::Checkpoint;
 use tensorscope::jobs::{CancelToken, Progress};
 
 /// `tensorscope export FILE TENSOR -o OUT`.
@@ -131,14 +131,14 @@ pub fn run(args: &ExportArgs, out: &mut Output) -> i32 {
         Ok(ck) => ck,
         Err(e) => return report_error(out, json, &e),
     };
-    // A GGUF block type's name is its values unless --raw asks for its
+    // A GGUF block type's name is its values, unless --raw asks for its
     // stored bytes (or a .bin file, which is a tensor's stored bytes).
     let stored_bytes =
         args.raw || matches!(ExportFormat::from_path(&args.output), Ok(ExportFormat::Bin));
-    let quant = if args.dequant || (ck.container() == ContainerKind::Gguf && !stored_bytes) {
-        tensorscope::quant::detect(&ck)
-    } else {
+    let quant = if stored_bytes && !args.dequant {
         None
+    } else {
+        tensorscope::quant::for_values(&ck, args.dequant)
     };
     let logical = quant.as_ref().and_then(|q| q.find(&args.tensor));
     let stored = ck.find(&args.tensor);

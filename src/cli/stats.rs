@@ -18,7 +18,7 @@ use serde::Serialize;
 use super::output::{ErrorDoc, Output, display_name, path_string, report_error, with_progress_bar};
 use super::{Common, EXIT_ERROR, EXIT_NO, EXIT_OK};
 use stream::Streamed;
-use tensorscope::format::{Checkpoint, ContainerKind, TensorRef};
+use tensorscope::format::{Checkpoint, TensorRef};
 use tensorscope::jobs::{CancelToken, Progress};
 use tensorscope::quant::{LogicalTensor, Quantization};
 use tensorscope::stats::{
@@ -160,11 +160,7 @@ pub fn run(args: &StatsArgs, out: &mut Output) -> i32 {
         Ok(ck) => ck,
         Err(e) => return report_error(out, json, &e),
     };
-    let quant = if args.dequant || ck.container() == ContainerKind::Gguf {
-        tensorscope::quant::detect(&ck)
-    } else {
-        None
-    };
+    let quant = tensorscope::quant::for_values(&ck, args.dequant);
     let selection = match select(&ck, quant.as_ref(), args) {
         Ok(s) => s,
         Err(doc) => {

@@ -282,6 +282,17 @@ impl Quantization {
     }
 }
 
+/// The quantization a reader of values uses: [`detect`]'s when `asked`
+/// (`--dequant`), and always a GGUF's, whose block types' stored bytes are
+/// no tensor of their own (GGUF.md: its verbs read the decoded values).
+pub fn for_values(ck: &Checkpoint, asked: bool) -> Option<Quantization> {
+    if asked || ck.container() == crate::format::ContainerKind::Gguf {
+        detect(ck)
+    } else {
+        None
+    }
+}
+
 /// Finds the quantization of a checkpoint: `None` when no tensor belongs
 /// to a known scheme and no config names one.
 pub fn detect(ck: &Checkpoint) -> Option<Quantization> {

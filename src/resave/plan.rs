@@ -23,13 +23,8 @@ use crate::fsio::same_file;
 ///   (the folder is created if missing), with the shards beside it.
 pub fn plan(ck: &Checkpoint, out: &Path, opts: &ResaveOptions) -> Result<ResavePlan, ResaveError> {
     let selected = select(ck, opts)?;
-    // A GGUF's block types are always written as their values: their
-    // stored bytes are no tensor another reader could use.
-    let quant = if opts.dequantize || ck.container() == crate::format::ContainerKind::Gguf {
-        crate::quant::detect(ck)
-    } else {
-        None
-    };
+    // A GGUF's block types are always written as their values.
+    let quant = crate::quant::for_values(ck, opts.dequantize);
     let mut warnings = Vec::new();
     let mut tensors = plan_tensors(ck, &selected, quant.as_ref(), opts, &mut warnings)?;
     for &(from, to) in &opts.conversions {

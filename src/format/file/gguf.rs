@@ -72,13 +72,7 @@ impl StoredFile {
             .metadata
             .iter()
             .filter(|(_, v)| !v.is_summarised())
-            .map(|(k, v)| {
-                let text = match v {
-                    crate::format::gguf::header::Value::Str(s) => s.clone(),
-                    other => other.to_json().to_string(),
-                };
-                (k.clone(), text)
-            })
+            .map(|(k, v)| (k.clone(), v.text()))
             .collect();
         let header = Header::of_container(opened.header_len, opened.tensors)
             .with_data_start(opened.header_len)

@@ -60,6 +60,15 @@ pub enum Value {
 }
 
 impl Value {
+    /// The value as metadata text (a safetensors `__metadata__` value, a
+    /// pane's row): a string as itself, anything else as `info` writes it.
+    pub fn text(&self) -> String {
+        match self {
+            Value::Str(s) => s.clone(),
+            other => other.to_json().to_string(),
+        }
+    }
+
     /// True for an array `info` summarises (more than [`FULL_ARRAY`]
     /// elements), at any depth.
     pub fn is_summarised(&self) -> bool {

@@ -201,11 +201,7 @@ fn gguf_entries(g: &crate::format::gguf::open::GgufParts) -> Vec<MetaEntry> {
         .metadata
         .iter()
         .map(|(k, v)| {
-            let text = match v {
-                Value::Str(s) => s.clone(),
-                other => other.to_json().to_string(),
-            };
-            let mut e = MetaEntry::new(k.clone(), text);
+            let mut e = MetaEntry::new(k.clone(), v.text());
             if let Value::Array { elem, len, at, .. } = v
                 && *len > FULL_ARRAY
             {

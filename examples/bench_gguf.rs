@@ -7,7 +7,8 @@
 //! TENSORSCOPE_GGUF_PYTHON=/path/to/venv/bin/python cargo run --release --example bench_gguf
 //! ```
 //!
-//! It writes into a temporary folder (in `--dir` when given):
+//! It writes into a temporary folder (in `--dir` when given; kept with
+//! `--keep`):
 //!
 //! * `q4_k.gguf`: about `--gib` GiB of Q4_K tensors (`[14336, 4096]`, the
 //!   shape of a Llama feed-forward weight) of random blocks (positive f16
@@ -58,6 +59,7 @@ struct Args {
     gib: f64,
     runs: usize,
     dir: Option<PathBuf>,
+    keep: bool,
 }
 
 fn args() -> Args {
@@ -65,10 +67,15 @@ fn args() -> Args {
         gib: 1.0,
         runs: 3,
         dir: None,
+        keep: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         if flag == "--bench" {
+            continue;
+        }
+        if flag == "--keep" {
+            a.keep = true;
             continue;
         }
         let value = it.next().unwrap_or_default();
@@ -416,7 +423,12 @@ fn main() {
         None => tempfile::tempdir(),
     }
     .expect("a temporary folder");
-    let dir = holder.path();
+    let dir = holder.path().to_owned();
+    if a.keep {
+        // The files stay for profiling `tensorscope stats` on them.
+        eprintln!("keeping {}", holder.keep().display());
+    }
+    let dir = dir.as_path();
     let big = dir.join("q4_k.gguf");
     let per = ROWS * COLS / Q4_K.1 * Q4_K.2;
     let count = ((a.gib * f64::from(1u32 << 30)) / per as f64)

@@ -41,6 +41,7 @@ use out::Out;
 use read::{column_stream, scalar, word};
 
 pub use counts::Counts;
+pub use gguf::{Keep, NibbleCounts, PAIR_BATCH};
 #[cfg(test)]
 pub(crate) use round::code16;
 

@@ -36,7 +36,7 @@ use std::path::PathBuf;
 pub use config::{ConfigProblem, QuantConfig};
 #[cfg(test)]
 pub(crate) use decode::code16;
-pub use decode::{Counts, Dequantizer};
+pub use decode::{Counts, Dequantizer, Keep, NibbleCounts, PAIR_BATCH};
 pub(crate) use detect::Layout;
 
 use crate::dtype::Dtype;

@@ -13,11 +13,12 @@ use std::ops::Range;
 use serde::Serialize;
 
 use super::float::{self, View};
+use super::simd::nibble_counts;
 use super::{CHUNK_BYTES, Histogram, StatsError, StatsOptions, TensorStats, par_chunks, stats_of};
 use crate::dtype::Dtype;
 use crate::format::{Checkpoint, TensorInfo};
 use crate::jobs::{CancelToken, Progress};
-use crate::quant::{Counts, Dequantizer, LogicalTensor};
+use crate::quant::{Counts, Dequantizer, Keep, LogicalTensor};
 
 /// The decoded values of a logical tensor, as the float passes read them.
 struct DequantView<'a>(&'a Dequantizer<'a>);
@@ -41,6 +42,15 @@ impl View for DequantView<'_> {
     }
     fn smallest_normal(&self) -> f64 {
         value_normal(self.0)
+    }
+    fn pairs(
+        &self,
+        range: Range<u64>,
+        keep: Option<Keep<'_>>,
+        f: &mut dyn FnMut(&[f32], &[u32]),
+    ) -> bool {
+        self.0
+            .value_pairs(range.start, range.end - range.start, keep, nibble_counts, f)
     }
 }
 

@@ -335,5 +335,8 @@ impl Dequantizer<'_> {
     }
 }
 
+mod pairs;
 #[cfg(test)]
 mod tests;
+
+pub use pairs::{Keep, NibbleCounts, PAIR_BATCH};

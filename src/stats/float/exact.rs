@@ -30,6 +30,8 @@ mod marked;
 mod small;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_pairs;
 
 use std::sync::Mutex;
 
@@ -43,12 +45,13 @@ use crate::jobs::{CancelToken, Cancelled, Progress};
 use crate::stats::bins::{FloatBins, QUANTILES, nearest_rank};
 use crate::stats::kernel::{
     BLOCK, Keyed, Lane, MARK_WORDS, PART, PREFIX_BITS, Prefilter, Prefilter64, Wide,
+    marked as is_marked,
 };
 use crate::stats::refine::{KeySource, Target, refine};
 use crate::stats::report::Sigma6;
 use crate::stats::simd::{
-    block_and_prefixes_f32, block_and_prefixes_f64, count_prefixes, for_each_marked,
-    for_each_marked_f32, for_each_marked_f64,
+    block_and_prefixes_f32, block_and_prefixes_f64, count_pair_prefixes, count_prefixes,
+    for_each_marked, for_each_marked_f32, for_each_marked_f64, marked_codes, pairs_block,
 };
 use crate::stats::{
     Histogram, QuantileMode, Quantiles, Scalar, StatsOptions, ValueStats, empty_histogram,
@@ -117,7 +120,16 @@ pub(crate) fn stats<V: View>(
                 return;
             };
             let mut idx = [0u32; PART];
-            if let Some((Wide::F32, raw)) = view.raw(range.clone()) {
+            // Runs of few values: each value once, with its count.
+            let paired = V::T::KEY_BITS == 32
+                && view.pairs(range.clone(), None, &mut |vals, counts| {
+                    let (sp, m) = pairs_block(vals, counts, tiny_bits(tiny));
+                    acc.specials.merge(&sp);
+                    acc.moments.merge(&m);
+                    count_pair_prefixes(vals, counts, &mut idx, &mut table);
+                });
+            if paired {
+            } else if let Some((Wide::F32, raw)) = view.raw(range.clone()) {
                 let tiny = tiny_bits(tiny);
                 let (raw, _) = raw.as_chunks::<4>();
                 for (i, block) in raw.chunks(BLOCK).enumerate() {
@@ -332,7 +344,24 @@ pub(crate) fn stats<V: View>(
                     }
                 }
             };
-            if let Some((Wide::F32, raw)) = view.raw(range.clone()) {
+            // Runs of few values: only the runs whose table holds a value
+            // of a marked bucket are counted, each such value's key handed
+            // on once per element.
+            let keep = |t: &[f32]| marked_codes(t, marks);
+            let mut repeated: Vec<u64> = Vec::new();
+            let paired = !bin_all
+                && V::T::KEY_BITS == 32
+                && view.pairs(range.clone(), Some(&keep), &mut |vals, counts| {
+                    repeated.clear();
+                    for (&v, &c) in vals.iter().zip(counts) {
+                        if c > 0 && is_marked(marks, v.prefix()) {
+                            repeated.extend(std::iter::repeat_n(v.key(), c as usize));
+                        }
+                    }
+                    hits(&repeated);
+                });
+            if paired {
+            } else if let Some((Wide::F32, raw)) = view.raw(range.clone()) {
                 for_each_marked_f32(raw, marks, prefilter.as_ref(), &mut hits);
             } else if let Some(vals) = view.in_place(range.clone()) {
                 filter(vals, &mut hits);

@@ -7,6 +7,7 @@ use std::ops::Range;
 use super::tiny_bits;
 use crate::dtype::Dtype;
 use crate::dtype::decode::{BitOrder, decode_c64_f32, decode_f32, decode_f64};
+use crate::quant::Keep;
 use crate::stats::kernel::Wide;
 use crate::stats::kernel::{BLOCK, Keyed, Lane, Specials, f32_bytes};
 use crate::stats::moments::Moments;
@@ -122,6 +123,21 @@ pub(crate) trait View: Sync {
     fn raw(&self, range: Range<u64>) -> Option<(Wide, &[u8])> {
         let _ = range;
         None
+    }
+    /// The elements `range` as `(value, count)` pairs, a batch at a time,
+    /// when the view's values come in runs of few values under one scale
+    /// (GGUF's table types, [`crate::quant::Dequantizer::value_pairs`]):
+    /// the passes then handle a value once per run, not once per element.
+    /// `keep` picks the values of a run's table that are wanted. False when
+    /// the view has no pairs (the passes decode it instead).
+    fn pairs(
+        &self,
+        range: Range<u64>,
+        keep: Option<Keep<'_>>,
+        f: &mut dyn FnMut(&[f32], &[u32]),
+    ) -> bool {
+        let _ = (range, keep, f);
+        false
     }
     /// The elements `range` in place, when the view's bytes are already
     /// values of its lane type, aligned (an F64 tensor on this

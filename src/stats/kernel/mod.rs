@@ -171,6 +171,7 @@ mod moments;
 mod prefix;
 #[cfg(test)]
 mod tests;
+mod weighted;
 
 pub(crate) use counting::{count_bytes, count_f6, count_u16, for_each_hit};
 pub(crate) use histogram::{F32Guess, histogram_block, histogram_f32};
@@ -183,4 +184,7 @@ pub(crate) use prefix::count_prefixes_f32;
 pub(crate) use prefix::{
     BLOOM_BITS, BUCKETS, Hits, Keyed, MARK_WORDS, PART, PREFIX_BITS, Prefilter, Prefilter64, Tally,
     count_prefixes, for_each_marked, for_each_marked_f32, key32, marked,
+};
+pub(crate) use weighted::{
+    PairLanes, PairScan, count_pair_prefixes, marked_codes, nibble_counts, pairs_block, scan_pairs,
 };

@@ -148,7 +148,7 @@ pub(crate) fn scan_groups(kind: Wide, bytes: &[u8], tiny_bits: u32, x0: f64) -> 
 /// The sum of eight lanes in the order the AVX2 pass uses: the two halves
 /// first, then pairwise.
 #[inline]
-fn lane_total(acc: [f64; 8]) -> f64 {
+pub(crate) fn lane_total(acc: [f64; 8]) -> f64 {
     let h = [
         acc[0] + acc[4],
         acc[1] + acc[5],

@@ -171,6 +171,19 @@ impl Tally<'_> {
         }
     }
 
+    /// Counts `n` values of bucket `p`.
+    #[allow(clippy::inline_always)]
+    #[inline(always)]
+    pub(crate) fn add_n(&mut self, p: u32, n: u32) {
+        let i = p as usize & (BUCKETS - 1);
+        let (c, carry) = self.low[i].overflowing_add(n as u8);
+        self.low[i] = c;
+        let wraps = (n >> 8) + u32::from(carry);
+        if wraps != 0 {
+            self.wraps[i] = self.wraps[i].wrapping_add(wraps);
+        }
+    }
+
     /// The count of bucket `p`.
     #[cfg(test)]
     pub(crate) fn get(&self, p: usize) -> u64 {

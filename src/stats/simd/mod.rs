@@ -20,8 +20,11 @@
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
+mod pairs;
 #[cfg(test)]
 mod tests;
+
+pub(crate) use pairs::{count_pair_prefixes, marked_codes, nibble_counts, pairs_block};
 
 use super::bins::FloatBins;
 use super::kernel::{self, F32Guess, F32Lanes, Lane, Specials, Wide};

@@ -4,7 +4,7 @@
 //! `values_and_codes` gives, over runs that cut blocks anywhere; and the
 //! scales the blocks hold, by block and by element.
 
-use super::{Clip, IntoOut, Out};
+use super::{Clip, IntoOut, Keep, Out};
 use crate::format::Checkpoint;
 use crate::format::gguf::dequant::{self, code_range, dequantize, scales_of, scales_per_block};
 use crate::format::gguf::types::GgmlType;
@@ -178,5 +178,73 @@ fn scales_are_read_from_the_blocks_by_block_and_by_element() {
             );
         }
         assert_eq!(dq.scale_at(dq.len()), None);
+    }
+}
+
+/// Each byte's nibbles counted one by one.
+fn count_nibbles_plainly(bytes: &[u8]) -> ([u32; 16], [u32; 16]) {
+    let mut out = ([0u32; 16], [0u32; 16]);
+    for &b in bytes {
+        out.0[usize::from(b & 15)] += 1;
+        out.1[usize::from(b >> 4)] += 1;
+    }
+    out
+}
+
+/// How many elements hold each value (by its bits).
+type Multiset = std::collections::BTreeMap<u32, u64>;
+
+/// The pairs of any run of a table type stand for the run's decoded
+/// values, each as often as it is there; with a `keep`, only the values
+/// it picks, each with all its elements. Other types have no pairs.
+#[test]
+fn value_pairs_are_the_values_counted() {
+    let ids = [2, 3, 10, 12, 20, 23, 35, 39, 40, 8, 14];
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("types.gguf");
+    std::fs::write(&path, file(&ids, 3)).expect("write");
+    let ck = Checkpoint::open(&path).expect("opens");
+    let q = detect(&ck).expect("logical tensors");
+    // Values whose lowest bit is clear.
+    let even = |t: &[f32]| {
+        t.iter()
+            .enumerate()
+            .fold(0u16, |m, (q, v)| m | u16::from(v.to_bits() & 1 == 0) << q)
+    };
+    for lt in q.tensors() {
+        let dq = Dequantizer::new(&ck, lt).expect("decoded");
+        let t = ty(lt.name()[1..].parse().expect("an id"));
+        let n = dq.len() as usize;
+        if [8, 14].contains(&t.id()) {
+            assert!(!dq.has_value_pairs(), "{}", t.name());
+            let mut emit = |_: &[f32], _: &[u32]| panic!("no pairs");
+            assert!(!dq.value_pairs(0, 1, None, count_nibbles_plainly, &mut emit));
+            continue;
+        }
+        assert!(dq.has_value_pairs(), "{}", t.name());
+        let mut vals = vec![0f32; n];
+        assert_eq!(dq.values(0, &mut vals), n);
+        let per = t.block().0 as usize;
+        for (a, b) in [(0, n), (1, n - 1), (per + 3, 2 * per), (n - 1, n), (5, 6)] {
+            for keep in [None, Some(&even as Keep<'_>)] {
+                let mut want = Multiset::new();
+                for v in &vals[a..b] {
+                    if keep.is_none() || v.to_bits() & 1 == 0 {
+                        *want.entry(v.to_bits()).or_default() += 1;
+                    }
+                }
+                let mut got = Multiset::new();
+                let mut emit = |vs: &[f32], cs: &[u32]| {
+                    assert!(vs.len() <= super::PAIR_BATCH && vs.len() == cs.len());
+                    for (v, &c) in vs.iter().zip(cs).filter(|(_, c)| **c > 0) {
+                        *got.entry(v.to_bits()).or_default() += u64::from(c);
+                    }
+                };
+                let (first, len) = (a as u64, (b - a) as u64);
+                assert!(dq.value_pairs(first, len, keep, count_nibbles_plainly, &mut emit));
+                let what = format!("{} {a}..{b} keep {}", t.name(), keep.is_some());
+                assert_eq!(got, want, "{what}");
+            }
+        }
     }
 }

@@ -7,16 +7,16 @@ use super::counts::{KEPT_TABLES, TABLES};
 use super::*;
 
 /// xorshift64*.
-struct Rng(u64);
+pub(super) struct Rng(pub(super) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(super) fn next(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
     }
-    fn unit(&mut self) -> f64 {
+    pub(super) fn unit(&mut self) -> f64 {
         (self.next() >> 11) as f64 / (1u64 << 53) as f64
     }
     fn normal(&mut self) -> f64 {
@@ -28,7 +28,7 @@ impl Rng {
 /// Values of many shapes: weights, a narrow range (buckets holding
 /// many edges), few distinct values (most values beside an edge),
 /// specials, the extremes of the type, a constant.
-fn cases(n: usize) -> Vec<(&'static str, Vec<f64>)> {
+pub(super) fn cases(n: usize) -> Vec<(&'static str, Vec<f64>)> {
     let mut r = Rng(0x9e37_79b9_7f4a_7c15);
     let weights: Vec<f64> = (0..n).map(|_| r.normal() * 0.02).collect();
     let narrow: Vec<f64> = (0..n).map(|_| 1.0 + r.unit() * 1e-4).collect();

@@ -1,9 +1,11 @@
 //! The vector copies against the portable code, bit for bit: the values
 //! they are run on and the harness that runs them (here), the tests by what
-//! they test (`scan.rs`, `block_f64.rs`, `prefix.rs`, `marked.rs`).
+//! they test (`scan.rs`, `block_f64.rs`, `prefix.rs`, `marked.rs`,
+//! `pairs.rs`).
 
 mod block_f64;
 mod marked;
+mod pairs;
 mod prefix;
 mod scan;
 

@@ -1,0 +1,201 @@
+//! The loops over `(value, count)` pairs compiled for AVX2 and AVX-512:
+//! the weighted scan and the prefixes' counts (the portable loops of
+//! `kernel/weighted.rs`, compiled again), the nibbles of a run counted
+//! from their bit planes, and a table's values looked up in the bitmap of
+//! marked buckets with one gather.
+
+use std::arch::x86_64::{
+    __m256i, _mm_loadu_si128, _mm_movemask_epi8, _mm_slli_epi16, _mm256_and_si256,
+    _mm256_castsi256_ps, _mm256_i32gather_epi32, _mm256_loadu_si256, _mm256_movemask_epi8,
+    _mm256_movemask_ps, _mm256_or_si256, _mm256_set1_epi32, _mm256_slli_epi16, _mm256_slli_epi32,
+    _mm256_srai_epi32, _mm256_srli_epi32, _mm256_srlv_epi32, _mm256_xor_si256, _mm512_and_si512,
+    _mm512_i32gather_epi32, _mm512_loadu_si512, _mm512_or_si512, _mm512_set1_epi32,
+    _mm512_srai_epi32, _mm512_srli_epi32, _mm512_srlv_epi32, _mm512_test_epi32_mask,
+    _mm512_xor_si512,
+};
+
+use super::LOW32;
+use crate::stats::kernel::{self, MARK_WORDS};
+
+/// [`kernel::scan_pairs`] compiled for AVX2.
+#[target_feature(enable = "avx2")]
+pub(in crate::stats::simd) fn scan_pairs_256(
+    vals: &[f32],
+    counts: &[u32],
+    tiny_bits: u32,
+    x0: f32,
+) -> kernel::PairLanes {
+    kernel::scan_pairs(vals, counts, tiny_bits, x0)
+}
+
+/// [`kernel::scan_pairs`] compiled for AVX-512.
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+pub(in crate::stats::simd) fn scan_pairs_512(
+    vals: &[f32],
+    counts: &[u32],
+    tiny_bits: u32,
+    x0: f32,
+) -> kernel::PairLanes {
+    kernel::scan_pairs(vals, counts, tiny_bits, x0)
+}
+
+/// [`kernel::count_pair_prefixes`] compiled for AVX2.
+#[target_feature(enable = "avx2")]
+pub(in crate::stats::simd) fn count_pair_prefixes_256(
+    vals: &[f32],
+    counts: &[u32],
+    idx: &mut [u32],
+    table: &mut kernel::Tally<'_>,
+) {
+    kernel::count_pair_prefixes(vals, counts, idx, table);
+}
+
+/// [`kernel::count_pair_prefixes`] compiled for AVX-512.
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+pub(in crate::stats::simd) fn count_pair_prefixes_512(
+    vals: &[f32],
+    counts: &[u32],
+    idx: &mut [u32],
+    table: &mut kernel::Tally<'_>,
+) {
+    kernel::count_pair_prefixes(vals, counts, idx, table);
+}
+
+/// The elements of each code from the four bit planes of the codes (bit
+/// `i` of `p[k]`: bit `k` of element `i`'s code): `m[q]` has bit `i` set
+/// where element `i` holds code `q`. A tree of ANDs, the high bit first.
+#[allow(clippy::inline_always)]
+#[inline(always)]
+fn code_masks(p: [u64; 4]) -> [u64; 16] {
+    let mut m = [0u64; 16];
+    m[0] = !0;
+    let mut width = 1;
+    for k in (0..4).rev() {
+        for i in (0..width).rev() {
+            let x = m[i];
+            m[2 * i] = x & !p[k];
+            m[2 * i + 1] = x & p[k];
+        }
+        width *= 2;
+    }
+    m
+}
+
+/// [`kernel::nibble_counts`] from bit planes: 32 bytes at a time, the
+/// top bit of each byte after a shift is a plane (`movemask`); the planes
+/// of the low nibbles in the low half of a word, the high nibbles' in the
+/// upper half, so that one tree of ANDs serves both; 16 bytes the same
+/// way; the rest one by one.
+#[target_feature(enable = "avx2,popcnt")]
+pub(in crate::stats::simd) fn nibble_counts_256(bytes: &[u8]) -> ([u32; 16], [u32; 16]) {
+    let mut lo = [0u32; 16];
+    let mut hi = [0u32; 16];
+    let (wide, rest) = bytes.as_chunks::<32>();
+    for c in wide {
+        // SAFETY: `c` is 32 readable bytes; the load takes any alignment.
+        let x = unsafe { _mm256_loadu_si256(c.as_ptr().cast()) };
+        let plane = |low: i32, high: i32| u64::from(low as u32) | u64::from(high as u32) << 32;
+        let m = code_masks([
+            plane(
+                _mm256_movemask_epi8(_mm256_slli_epi16::<7>(x)),
+                _mm256_movemask_epi8(_mm256_slli_epi16::<3>(x)),
+            ),
+            plane(
+                _mm256_movemask_epi8(_mm256_slli_epi16::<6>(x)),
+                _mm256_movemask_epi8(_mm256_slli_epi16::<2>(x)),
+            ),
+            plane(
+                _mm256_movemask_epi8(_mm256_slli_epi16::<5>(x)),
+                _mm256_movemask_epi8(_mm256_slli_epi16::<1>(x)),
+            ),
+            plane(
+                _mm256_movemask_epi8(_mm256_slli_epi16::<4>(x)),
+                _mm256_movemask_epi8(x),
+            ),
+        ]);
+        for (q, &m) in m.iter().enumerate() {
+            lo[q] += (m as u32).count_ones();
+            hi[q] += ((m >> 32) as u32).count_ones();
+        }
+    }
+    let (narrow, rest) = rest.as_chunks::<16>();
+    for c in narrow {
+        // SAFETY: `c` is 16 readable bytes; the load takes any alignment.
+        let x = unsafe { _mm_loadu_si128(c.as_ptr().cast()) };
+        let plane = |low: i32, high: i32| u64::from(low as u16) | u64::from(high as u16) << 16;
+        let m = code_masks([
+            plane(
+                _mm_movemask_epi8(_mm_slli_epi16::<7>(x)),
+                _mm_movemask_epi8(_mm_slli_epi16::<3>(x)),
+            ),
+            plane(
+                _mm_movemask_epi8(_mm_slli_epi16::<6>(x)),
+                _mm_movemask_epi8(_mm_slli_epi16::<2>(x)),
+            ),
+            plane(
+                _mm_movemask_epi8(_mm_slli_epi16::<5>(x)),
+                _mm_movemask_epi8(_mm_slli_epi16::<1>(x)),
+            ),
+            plane(
+                _mm_movemask_epi8(_mm_slli_epi16::<4>(x)),
+                _mm_movemask_epi8(x),
+            ),
+        ]);
+        for (q, &m) in m.iter().enumerate() {
+            lo[q] += (m as u16).count_ones();
+            hi[q] += ((m >> 16) as u16).count_ones();
+        }
+    }
+    let (l, h) = kernel::nibble_counts(rest);
+    for q in 0..16 {
+        lo[q] += l[q];
+        hi[q] += h[q];
+    }
+    (lo, hi)
+}
+
+/// Eight values' marks: their prefixes' bits gathered from the bitmap
+/// read as u32 words (word `p >> 5`, bit `p & 31`: on this little-endian
+/// CPU the bit `p & 63` of u64 word `p >> 6`), as the sign bits of a
+/// float mask.
+#[target_feature(enable = "avx2")]
+#[inline]
+fn marked8(bits: __m256i, marks: &[u64; MARK_WORDS]) -> u16 {
+    let flip = _mm256_or_si256(_mm256_srai_epi32::<31>(bits), _mm256_set1_epi32(i32::MIN));
+    let prefix = _mm256_srli_epi32::<{ LOW32 as i32 }>(_mm256_xor_si256(bits, flip));
+    // SAFETY: a prefix is below 2^PREFIX_BITS, so its word `p >> 5` is
+    // inside `marks` read as u32 words.
+    let words = unsafe {
+        _mm256_i32gather_epi32::<4>(marks.as_ptr().cast(), _mm256_srli_epi32::<5>(prefix))
+    };
+    let bit = _mm256_srlv_epi32(words, _mm256_and_si256(prefix, _mm256_set1_epi32(31)));
+    _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_slli_epi32::<31>(bit))) as u16
+}
+
+/// [`kernel::marked_codes`] of a table of 16, with two gathers of eight.
+#[target_feature(enable = "avx2")]
+pub(in crate::stats::simd) fn marked_codes_256(t: &[f32; 16], marks: &[u64; MARK_WORDS]) -> u16 {
+    // SAFETY: `t` is 64 readable bytes; the loads take any alignment.
+    let (a, b) = unsafe {
+        (
+            _mm256_loadu_si256(t.as_ptr().cast()),
+            _mm256_loadu_si256(t.as_ptr().add(8).cast()),
+        )
+    };
+    marked8(a, marks) | marked8(b, marks) << 8
+}
+
+/// [`kernel::marked_codes`] of a table of 16, with one gather.
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+pub(in crate::stats::simd) fn marked_codes_512(t: &[f32; 16], marks: &[u64; MARK_WORDS]) -> u16 {
+    // SAFETY: `t` is 64 readable bytes; the load takes any alignment.
+    let bits = unsafe { _mm512_loadu_si512(t.as_ptr().cast()) };
+    let flip = _mm512_or_si512(_mm512_srai_epi32::<31>(bits), _mm512_set1_epi32(i32::MIN));
+    let prefix = _mm512_srli_epi32::<{ LOW32 }>(_mm512_xor_si512(bits, flip));
+    // SAFETY: as in `marked8`.
+    let words = unsafe {
+        _mm512_i32gather_epi32::<4>(_mm512_srli_epi32::<5>(prefix), marks.as_ptr().cast())
+    };
+    let bit = _mm512_srlv_epi32(words, _mm512_and_si512(prefix, _mm512_set1_epi32(31)));
+    _mm512_test_epi32_mask(bit, _mm512_set1_epi32(1))
+}

@@ -23,6 +23,7 @@ pub mod jobs;
 mod mem;
 pub mod quant;
 pub mod resave;
+pub mod series;
 pub mod source;
 pub mod stats;
 pub mod text;

@@ -11,6 +11,7 @@ mod json;
 mod output;
 mod quant_doc;
 mod resave;
+mod series;
 mod stats;
 mod validate;
 
@@ -75,6 +76,9 @@ pub enum Verb {
     Stats(StatsArgs),
     /// Compare two checkpoints; exit 1 if they differ.
     Diff(diff::DiffArgs),
+    /// A training run through time: how every tensor and layer moved over
+    /// a series of checkpoints, and where it blew up.
+    Series(series::SeriesArgs),
     /// Export one tensor to .npy, .csv, .bin or a .png heatmap.
     Export(ExportArgs),
     /// Write a new checkpoint: a subset, renamed, with edited metadata and
@@ -208,6 +212,7 @@ pub fn run_verb(verb: Verb) -> i32 {
         Verb::Validate(a) => validate::run(&a, &mut out),
         Verb::Stats(a) => stats::run(&a, &mut out),
         Verb::Diff(a) => diff::run(&a, &mut out),
+        Verb::Series(a) => series::run(&a, &mut out),
         Verb::Export(a) => export::run(&a, &mut out),
         Verb::Resave(a) => resave::run(&a, &mut out),
         Verb::Completions(a) => generate::completions(&a),

@@ -23,7 +23,10 @@ use super::Source as Item;
 
 /// A side's items in file order, with their names: a decoded logical
 /// tensor at the place of its first part, its parts left out.
-fn items<'a>(ck: &'a Checkpoint, q: Option<&'a Quantization>) -> Vec<(String, Item<'a>)> {
+pub(crate) fn items<'a>(
+    ck: &'a Checkpoint,
+    q: Option<&'a Quantization>,
+) -> Vec<(String, Item<'a>)> {
     let mut out = Vec::with_capacity(ck.tensors().len());
     let mut seen = BTreeSet::new();
     for (t, info) in ck.entries() {

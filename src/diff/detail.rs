@@ -24,11 +24,11 @@ pub enum Source<'a> {
 /// A side, opened: its dtype (a decoded weight's value dtype), shape,
 /// stored bytes and bits read per element (for progress), and its values
 /// (C64: the real parts, as `decode_f64` gives them).
-pub(super) struct Reader<'a> {
-    pub(super) dtype: Dtype,
-    pub(super) shape: Vec<u64>,
+pub(crate) struct Reader<'a> {
+    pub(crate) dtype: Dtype,
+    pub(crate) shape: Vec<u64>,
     pub(super) bytes: u64,
-    bits: u64,
+    pub(crate) bits: u64,
     values: Values<'a>,
     /// A GGUF's attention Q or K met against its original: its rows read
     /// in Hugging Face's order, un-permuted for this many heads.
@@ -42,7 +42,7 @@ enum Values<'a> {
 
 impl<'a> Reader<'a> {
     /// `None` for a reference not in `ck`, or an undecoded weight.
-    pub(super) fn open(ck: &'a Checkpoint, source: Source<'a>) -> Option<Self> {
+    pub(crate) fn open(ck: &'a Checkpoint, source: Source<'a>) -> Option<Self> {
         match source {
             Source::Stored(t) => {
                 let info = ck.info(t)?;
@@ -74,7 +74,7 @@ impl<'a> Reader<'a> {
         }
     }
 
-    pub(super) fn numel(&self) -> u64 {
+    pub(crate) fn numel(&self) -> u64 {
         self.shape.iter().product()
     }
 
@@ -85,7 +85,7 @@ impl<'a> Reader<'a> {
         self
     }
 
-    pub(super) fn decode(&mut self, first: u64, out: &mut [f64], options: &DiffOptions) -> usize {
+    pub(crate) fn decode(&mut self, first: u64, out: &mut [f64], options: &DiffOptions) -> usize {
         let (Some(heads), Some(&rows)) = (self.unpermute, self.shape.first()) else {
             return self.decode_stored_order(first, out, options);
         };

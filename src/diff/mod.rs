@@ -22,6 +22,8 @@ mod detail;
 mod matching;
 mod values;
 
+pub(crate) use dequant::items;
+pub(crate) use detail::Reader;
 pub use detail::{
     DeltaHistogram, Source, abs_delta_map, abs_delta_map_of, delta_histogram, delta_histogram_of,
 };

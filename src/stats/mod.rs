@@ -34,7 +34,7 @@ mod float;
 pub mod heatmap;
 mod ints;
 mod kernel;
-mod moments;
+pub(crate) mod moments;
 mod quant;
 mod refine;
 mod report;

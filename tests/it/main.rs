@@ -22,6 +22,7 @@ mod quant;
 mod quant_oracle;
 mod remote;
 mod resave;
+mod series;
 mod shards;
 mod shipping;
 mod stats;

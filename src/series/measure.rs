@@ -1,0 +1,247 @@
+//! The figures of one tensor at one step, and of a pair of consecutive
+//! steps, in one streaming pass: a tensor alone (its first step, or a
+//! step after it was missing or changed shape), or both sides of a pair,
+//! where the newer side's own figures come out of the same pass. A pair
+//! whose stored bytes are equal is not decoded: its newer side's figures
+//! are the older side's.
+
+use super::SeriesError;
+use crate::diff::{DiffOptions, Reader, Source};
+use crate::format::{Checkpoint, TensorRef};
+use crate::jobs::{CancelToken, Progress};
+use crate::quant::Dequantizer;
+use crate::stats::moments::{Moments, Sum};
+
+/// Values decoded at a time.
+const CHUNK: usize = 1 << 14;
+
+/// One tensor's figures at one step.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Figures {
+    /// sqrt(Σx²) over the finite values.
+    pub l2_norm: Option<f64>,
+    /// Population standard deviation of the finite values.
+    pub std: Option<f64>,
+    /// Largest |x| of the finite values.
+    pub max_abs: Option<f64>,
+    /// NaN and ±Inf elements.
+    pub nonfinite: u64,
+}
+
+/// The figures of a pair of consecutive steps.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct PairFigures {
+    /// ‖W_t − W_{t−1}‖.
+    pub update_norm: Option<f64>,
+    /// ‖W_t − W_{t−1}‖ / ‖W_{t−1}‖.
+    pub update_ratio: Option<f64>,
+    /// Cosine between W_t and W_{t−1}.
+    pub cosine: Option<f64>,
+    /// Same dtype, shape and stored bytes.
+    pub same_bytes: bool,
+}
+
+/// A finite figure, else none.
+fn finite(x: f64) -> Option<f64> {
+    x.is_finite().then_some(x)
+}
+
+/// The running figures of one side.
+#[derive(Default)]
+struct Side {
+    moments: Moments,
+    max_abs: f64,
+    nonfinite: u64,
+}
+
+impl Side {
+    /// Adds a chunk of values.
+    fn add(&mut self, vals: &[f64]) {
+        let Some(&shift) = vals.iter().find(|x| x.is_finite()) else {
+            self.nonfinite += vals.len() as u64;
+            return;
+        };
+        let (mut n, mut sum, mut abs, mut d1, mut d2) = (0u64, 0f64, 0f64, 0f64, 0f64);
+        for &x in vals {
+            if x.is_finite() {
+                n += 1;
+                sum += x;
+                abs += x.abs();
+                let d = x - shift;
+                d1 += d;
+                d2 += d * d;
+                self.max_abs = self.max_abs.max(x.abs());
+            } else {
+                self.nonfinite += 1;
+            }
+        }
+        self.moments
+            .merge(&Moments::from_block(n, 0, shift, [sum, abs, d1, d2]));
+    }
+
+    fn figures(&self) -> Figures {
+        let f = self.moments.figures();
+        Figures {
+            l2_norm: f.and_then(|f| finite(f.l2_norm)),
+            std: f.and_then(|f| finite(f.std)),
+            max_abs: f.and_then(|_| finite(self.max_abs)),
+            nonfinite: self.nonfinite,
+        }
+    }
+}
+
+/// The stored tensors an item is read from.
+fn parts(ck: &Checkpoint, source: Source<'_>) -> Vec<TensorRef> {
+    match source {
+        Source::Stored(t) => vec![t],
+        Source::Logical(lt) => Dequantizer::new(ck, lt).map_or_else(Vec::new, |d| d.parts()),
+    }
+}
+
+/// Brings an item's bytes into reach (remote: fetched; kept while the
+/// result lives).
+fn fetch(
+    ck: &Checkpoint,
+    source: Source<'_>,
+    cancel: &CancelToken,
+    progress: &Progress,
+) -> Result<crate::source::Fetched, SeriesError> {
+    ck.fetch(&parts(ck, source), cancel, progress)
+        .map_err(|e| SeriesError::Open {
+            path: ck.path().to_owned(),
+            message: format!("{e:#}"),
+        })
+}
+
+/// The figures of one item alone; `None` when it cannot be read as values
+/// (an undecoded weight).
+pub fn single(
+    ck: &Checkpoint,
+    source: Source<'_>,
+    cancel: &CancelToken,
+    progress: &Progress,
+) -> Result<Option<Figures>, SeriesError> {
+    let _held = fetch(ck, source, cancel, progress)?;
+    let Some(mut r) = Reader::open(ck, source) else {
+        return Ok(None);
+    };
+    let options = DiffOptions::default();
+    let mut side = Side::default();
+    let mut buf = vec![0f64; CHUNK];
+    let numel = r.numel();
+    let mut first = 0u64;
+    while first < numel {
+        cancel.check()?;
+        let want = (numel - first).min(CHUNK as u64) as usize;
+        let got = r.decode(first, &mut buf[..want], &options);
+        if got == 0 {
+            break;
+        }
+        side.add(&buf[..got]);
+        progress.add((got as u64 * r.bits).div_ceil(8));
+        first += got as u64;
+    }
+    Ok(Some(side.figures()))
+}
+
+/// True when both items are stored alike (one dtype, shape and stored
+/// bytes, part by part).
+fn same_bytes(a: &Checkpoint, sa: Source<'_>, b: &Checkpoint, sb: Source<'_>) -> bool {
+    let (pa, pb) = (parts(a, sa), parts(b, sb));
+    pa.len() == pb.len()
+        && !pa.is_empty()
+        && pa
+            .iter()
+            .zip(&pb)
+            .all(|(&x, &y)| match (a.info(x), b.info(y)) {
+                (Some(ix), Some(iy)) => {
+                    ix.dtype() == iy.dtype() && ix.shape() == iy.shape() && a.bytes(x) == b.bytes(y)
+                }
+                _ => false,
+            })
+}
+
+/// The newer side's figures and the pair's, of an item at two consecutive
+/// steps of one shape; `older` is the older side's figures. `None` when
+/// either side cannot be read as values.
+pub fn pair(
+    (a, sa, older): (&Checkpoint, Source<'_>, Figures),
+    (b, sb): (&Checkpoint, Source<'_>),
+    cancel: &CancelToken,
+    progress: &Progress,
+) -> Result<Option<(Figures, PairFigures)>, SeriesError> {
+    let _held_a = fetch(a, sa, cancel, progress)?;
+    let _held_b = fetch(b, sb, cancel, progress)?;
+    let (Some(mut ra), Some(mut rb)) = (Reader::open(a, sa), Reader::open(b, sb)) else {
+        return Ok(None);
+    };
+    if ra.shape != rb.shape {
+        return Ok(None);
+    }
+    let norm_a = older.l2_norm;
+    if same_bytes(a, sa, b, sb) {
+        progress.add((ra.numel() * (ra.bits + rb.bits)).div_ceil(8));
+        let clean = older.nonfinite == 0;
+        let update = clean.then_some(0.0);
+        return Ok(Some((
+            older,
+            PairFigures {
+                update_norm: update,
+                update_ratio: update.and(norm_a.filter(|&n| n > 0.0)).map(|_| 0.0),
+                cosine: (clean && norm_a.is_some_and(|n| n > 0.0)).then_some(1.0),
+                same_bytes: true,
+            },
+        )));
+    }
+    let options = DiffOptions::default();
+    let mut side = Side::default();
+    let (mut delta, mut dot) = (Sum::default(), Sum::default());
+    let (mut va, mut vb) = (vec![0f64; CHUNK], vec![0f64; CHUNK]);
+    let numel = ra.numel();
+    let mut first = 0u64;
+    while first < numel {
+        cancel.check()?;
+        let want = (numel - first).min(CHUNK as u64) as usize;
+        let got = ra.decode(first, &mut va[..want], &options).min(rb.decode(
+            first,
+            &mut vb[..want],
+            &options,
+        ));
+        if got == 0 {
+            break;
+        }
+        let (mut dd, mut ab) = (0f64, 0f64);
+        for (&x, &y) in va[..got].iter().zip(&vb[..got]) {
+            let d = y - x;
+            dd += d * d;
+            ab += x * y;
+        }
+        delta.add(dd);
+        dot.add(ab);
+        side.add(&vb[..got]);
+        progress.add((got as u64 * (ra.bits + rb.bits)).div_ceil(8));
+        first += got as u64;
+    }
+    let newer = side.figures();
+    let update = finite(delta.value().max(0.0).sqrt());
+    let clean = older.nonfinite == 0 && newer.nonfinite == 0;
+    let update_norm = update.filter(|_| clean);
+    let update_ratio = update_norm
+        .zip(norm_a.filter(|&n| n > 0.0))
+        .and_then(|(u, n)| finite(u / n));
+    let cosine = match (norm_a, newer.l2_norm) {
+        (Some(x), Some(y)) if clean && x > 0.0 && y > 0.0 => {
+            finite(dot.value() / x / y).map(|c| c.clamp(-1.0, 1.0))
+        }
+        _ => None,
+    };
+    Ok(Some((
+        newer,
+        PairFigures {
+            update_norm,
+            update_ratio,
+            cosine,
+            same_bytes: false,
+        },
+    )))
+}

@@ -54,8 +54,96 @@ struct Side {
     nonfinite: u64,
 }
 
+/// Lanes of the sums of a chunk: independent chains the compiler keeps in
+/// vector registers.
+const LANES: usize = 8;
+
+/// The lane-wise sums of a chunk of values (and, for a pair, of the
+/// older side beside them): Σy, Σ|y|, Σ(y − shift)², max |y|, Σ(y − x)²,
+/// Σx·y.
+#[derive(Default)]
+struct ChunkSums {
+    sum: [f64; LANES],
+    abs: [f64; LANES],
+    sq: [f64; LANES],
+    max: [f64; LANES],
+    delta: [f64; LANES],
+    dot: [f64; LANES],
+}
+
+impl ChunkSums {
+    #[inline]
+    fn add(&mut self, lane: usize, older: f64, newer: f64, shift: f64) {
+        self.sum[lane] += newer;
+        self.abs[lane] += newer.abs();
+        let from_shift = newer - shift;
+        self.sq[lane] += from_shift * from_shift;
+        self.max[lane] = if newer.abs() > self.max[lane] {
+            newer.abs()
+        } else {
+            self.max[lane]
+        };
+        let step = newer - older;
+        self.delta[lane] += step * step;
+        self.dot[lane] += older * newer;
+    }
+
+    /// Sums of `ys` (with `xs` beside them, or zeros).
+    #[allow(
+        clippy::needless_range_loop,
+        reason = "lane j of both chunks: indexed, the loop is vectorised"
+    )]
+    fn of(xs: Option<&[f64]>, ys: &[f64], shift: f64) -> Self {
+        let mut s = Self::default();
+        let (yc, yr) = ys.as_chunks::<LANES>();
+        if let Some(xs) = xs {
+            let (xc, xr) = xs.as_chunks::<LANES>();
+            for (x, y) in xc.iter().zip(yc) {
+                for j in 0..LANES {
+                    s.add(j, x[j], y[j], shift);
+                }
+            }
+            for (&x, &y) in xr.iter().zip(yr) {
+                s.add(0, x, y, shift);
+            }
+        } else {
+            for y in yc {
+                for j in 0..LANES {
+                    s.add(j, 0.0, y[j], shift);
+                }
+            }
+            for &y in yr {
+                s.add(0, 0.0, y, shift);
+            }
+        }
+        s
+    }
+}
+
+/// The lanes of a sum added.
+fn total(lanes: [f64; LANES]) -> f64 {
+    lanes.iter().sum()
+}
+
 impl Side {
-    /// Adds a chunk of values.
+    /// Adds a chunk of values whose lane sums are `sums` (about `shift`,
+    /// the chunk's first value): when every value is finite, at once;
+    /// else value by value, the NaN and Inf counted apart.
+    fn add_chunk(&mut self, vals: &[f64], sums: &ChunkSums, shift: f64) {
+        let (sum, abs, sq) = (total(sums.sum), total(sums.abs), total(sums.sq));
+        if !(sum.is_finite() && abs.is_finite() && sq.is_finite()) {
+            self.add(vals);
+            return;
+        }
+        let n = vals.len() as u64;
+        let sum_d = sum - n as f64 * shift;
+        self.moments
+            .merge(&Moments::from_block(n, 0, shift, [sum, abs, sum_d, sq]));
+        let m = sums.max.iter().fold(0f64, |m, &x| m.max(x));
+        self.max_abs = self.max_abs.max(m);
+    }
+
+    /// Adds a chunk of values one by one.
     fn add(&mut self, vals: &[f64]) {
         let Some(&shift) = vals.iter().find(|x| x.is_finite()) else {
             self.nonfinite += vals.len() as u64;
@@ -137,7 +225,9 @@ pub fn single(
         if got == 0 {
             break;
         }
-        side.add(&buf[..got]);
+        let vals = &buf[..got];
+        let shift = vals.first().copied().unwrap_or(0.0);
+        side.add_chunk(vals, &ChunkSums::of(None, vals, shift), shift);
         progress.add((got as u64 * r.bits).div_ceil(8));
         first += got as u64;
     }
@@ -210,15 +300,12 @@ pub fn pair(
         if got == 0 {
             break;
         }
-        let (mut dd, mut ab) = (0f64, 0f64);
-        for (&x, &y) in va[..got].iter().zip(&vb[..got]) {
-            let d = y - x;
-            dd += d * d;
-            ab += x * y;
-        }
-        delta.add(dd);
-        dot.add(ab);
-        side.add(&vb[..got]);
+        let (xs, ys) = (&va[..got], &vb[..got]);
+        let shift = ys.first().copied().unwrap_or(0.0);
+        let sums = ChunkSums::of(Some(xs), ys, shift);
+        delta.add(total(sums.delta));
+        dot.add(total(sums.dot));
+        side.add_chunk(ys, &sums, shift);
         progress.add((got as u64 * (ra.bits + rb.bits)).div_ceil(8));
         first += got as u64;
     }

@@ -16,6 +16,7 @@ mod steps;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
+use rayon::prelude::*;
 use regex::Regex;
 use serde::Serialize;
 
@@ -236,6 +237,14 @@ impl Open {
     }
 }
 
+/// What one tensor gave at one step.
+struct Measured {
+    tensor: usize,
+    shape: Option<Vec<u64>>,
+    figures: Option<Figures>,
+    pair: Option<PairFigures>,
+}
+
 /// The shape of an item.
 fn shape_of(ck: &Checkpoint, source: Source<'_>) -> Option<Vec<u64>> {
     match source {
@@ -263,6 +272,11 @@ pub fn measure(
     for (i, s) in steps.iter().enumerate() {
         cancel.check()?;
         let newer = Open::new(&s.path)?;
+        if i == 0 {
+            // Every checkpoint is read about twice: the first one's size
+            // stands for the others'.
+            progress.set_total(newer.ck.data_bytes().saturating_mul(2 * n as u64 - 1));
+        }
         report_steps.push(Step {
             step: s.step,
             path: newer.ck.path().display().to_string(),
@@ -271,40 +285,56 @@ pub fn measure(
             .as_ref()
             .map(|o| o.items(options).into_iter().collect())
             .unwrap_or_default();
-        for (name, source) in newer.items(options) {
-            let t = *index.entry(name.clone()).or_insert_with(|| {
-                tensors.push(TensorSeries::new(&name, n));
+        let items = newer.items(options);
+        for (name, _) in &items {
+            index.entry(name.clone()).or_insert_with(|| {
+                tensors.push(TensorSeries::new(name, n));
                 tensors.len() - 1
             });
-            let shape = shape_of(&newer.ck, source);
-            let series = &mut tensors[t];
-            series.shapes[i].clone_from(&shape);
-            let before = i
-                .checked_sub(1)
-                .and_then(|p| Some((series.shapes.get(p)?.clone()?, series.figures(p)?)));
-            let paired = match (older.as_ref(), older_items.get(&name), before) {
-                (Some(o), Some(&src_a), Some((shape_a, figs_a)))
-                    if Some(&shape_a) == shape.as_ref() =>
-                {
-                    measure::pair(
-                        (&o.ck, src_a, figs_a),
-                        (&newer.ck, source),
-                        cancel,
-                        progress,
-                    )?
-                }
-                _ => None,
-            };
-            match paired {
-                Some((figs, pair)) => {
-                    series.set(i, figs);
-                    series.set_pair(i, pair);
-                }
-                None => {
-                    if let Some(figs) = measure::single(&newer.ck, source, cancel, progress)? {
-                        series.set(i, figs);
+        }
+        // The tensors of this step in parallel, each in one pass.
+        let measured: Vec<Result<Measured, SeriesError>> = items
+            .par_iter()
+            .map(|(name, source)| {
+                let series = &tensors[index[name]];
+                let shape = shape_of(&newer.ck, *source);
+                let before = i
+                    .checked_sub(1)
+                    .and_then(|p| Some((series.shapes.get(p)?.clone()?, series.figures(p)?)));
+                let paired = match (older.as_ref(), older_items.get(name), before) {
+                    (Some(o), Some(&src_a), Some((shape_a, figs_a)))
+                        if Some(&shape_a) == shape.as_ref() =>
+                    {
+                        measure::pair(
+                            (&o.ck, src_a, figs_a),
+                            (&newer.ck, *source),
+                            cancel,
+                            progress,
+                        )?
                     }
-                }
+                    _ => None,
+                };
+                let (figures, pair) = match paired {
+                    Some((f, p)) => (Some(f), Some(p)),
+                    None => (measure::single(&newer.ck, *source, cancel, progress)?, None),
+                };
+                Ok(Measured {
+                    tensor: index[name],
+                    shape,
+                    figures,
+                    pair,
+                })
+            })
+            .collect();
+        for m in measured {
+            let m = m?;
+            let series = &mut tensors[m.tensor];
+            series.shapes[i] = m.shape;
+            if let Some(f) = m.figures {
+                series.set(i, f);
+            }
+            if let Some(p) = m.pair {
+                series.set_pair(i, p);
             }
         }
         drop(older_items);

@@ -4,6 +4,7 @@
 
 mod gguf;
 mod pytorch;
+mod series;
 pub mod server;
 
 use std::fmt::Write as _;

@@ -37,7 +37,7 @@ fn ignore_file_size_signal() {}
 
 #[cfg(feature = "gui")]
 fn explorer(args: cli::ExplorerArgs) -> i32 {
-    tensorscope::gui::run(args.files, args.demo, args.compare)
+    tensorscope::gui::run(args.files, args.demo, args.compare, args.series)
 }
 
 #[cfg(not(feature = "gui"))]

@@ -59,6 +59,10 @@ pub struct Cli {
     /// Open A and compare it with B in the desktop explorer.
     #[arg(long, num_args = 2, value_names = ["A", "B"])]
     pub diff: Option<Vec<PathBuf>>,
+    /// Open a training run in the desktop explorer's Run view: these
+    /// checkpoints, or folders of them, as one series.
+    #[arg(long, num_args = 1.., value_name = "PATH")]
+    pub series: Option<Vec<PathBuf>>,
     /// Install the desktop entry, MIME type and icon for the current user,
     /// so a double-click on a .safetensors file opens Tensorscope.
     #[arg(long)]
@@ -169,6 +173,8 @@ pub struct ExplorerArgs {
     pub demo: bool,
     /// Open A and compare it with B.
     pub compare: Option<(PathBuf, PathBuf)>,
+    /// Open these checkpoints as a training run.
+    pub series: Option<Vec<PathBuf>>,
 }
 
 /// Parses `args` (including the program name). Help, version and usage
@@ -198,6 +204,7 @@ where
                 files: cli.files,
                 demo: cli.demo,
                 compare,
+                series: cli.series,
             })
         }
     }

@@ -109,6 +109,9 @@ impl TensorscopeApp {
                 opened.push(loaded.ck.path().to_path_buf());
                 tab.table.dirty = true;
             }
+            if let Some(r) = &mut tab.run {
+                r.task.poll();
+            }
             tab.tensor.stats.poll();
             tab.tensor.heatmap.poll();
             tab.tensor.fetch.poll();
@@ -130,6 +133,15 @@ impl TensorscopeApp {
                 {
                     v.delta_texture = None;
                 }
+                if c.diff.value().is_some()
+                    && let Some(name) = c.pending_pair.take()
+                    && let Some(k) = c
+                        .diff
+                        .value()
+                        .and_then(|r| r.tensors.iter().position(|t| t.name == name))
+                {
+                    self.commands.push(Command::SelectPair(k));
+                }
                 if tab.load.value().is_some() && c.b().is_some() && c.diff.wants(&()) {
                     self.commands.push(Command::StartDiff(i));
                 }
@@ -141,6 +153,9 @@ impl TensorscopeApp {
         if s.open_dialog.poll() {
             let purpose = s.open_dialog.latest_key().copied();
             match (purpose, s.open_dialog.latest()) {
+                (Some(DialogPurpose::Series), Some(Ok(DialogResult::Picked(paths)))) => {
+                    self.commands.push(Command::OpenSeries(paths.clone()));
+                }
                 (Some(purpose), Some(Ok(DialogResult::Picked(paths)))) => {
                     for p in paths {
                         self.commands.push(Command::opening(purpose, p.clone()));

@@ -17,6 +17,7 @@ impl Command {
         match purpose {
             DialogPurpose::Open => Self::Open(path),
             DialogPurpose::Compare => Self::Compare(path),
+            DialogPurpose::Series => Self::OpenSeries(vec![path]),
         }
     }
 }
@@ -38,6 +39,8 @@ pub enum JobId {
     PairDetail,
     /// A writing form's job.
     Write(WriteForm),
+    /// The series of tab `n`'s run.
+    Series(usize),
 }
 
 /// An action for the runner; see the module docs.
@@ -45,6 +48,22 @@ pub enum JobId {
 pub enum Command {
     /// Open a file, shard index or folder in a new tab (or show its tab).
     Open(PathBuf),
+    /// Open a training run in a new tab: these checkpoints, or folders of
+    /// them, as one series.
+    OpenSeries(Vec<PathBuf>),
+    /// Compare one tensor between two steps of tab `tab`'s run (indices
+    /// into its steps): A is step `from`'s checkpoint, B step `to`'s, in a
+    /// new tab, with the tensor's pair selected once the diff is done.
+    CompareSteps {
+        /// The run's tab.
+        tab: usize,
+        /// The older step.
+        from: usize,
+        /// The newer step.
+        to: usize,
+        /// The tensor to select (none: the whole diff).
+        tensor: Option<String>,
+    },
     /// Ask for a file: the native dialog, or the in-app picker without one.
     OpenDialog(DialogPurpose),
     /// Show the in-app picker.

@@ -21,6 +21,10 @@ pub trait FileDialog: Send + Sync {
     fn available(&self) -> bool;
     /// Shows the dialog and blocks until it closes.
     fn pick_files(&self) -> DialogResult;
+    /// Shows a dialog for folders and blocks until it closes.
+    fn pick_folders(&self) -> DialogResult {
+        DialogResult::Unavailable
+    }
     /// Shows a save dialog starting at `suggested` and blocks until it
     /// closes; `Picked` holds one path.
     fn save_file(&self, suggested: &Path) -> DialogResult {
@@ -76,6 +80,18 @@ impl FileDialog for NativeDialog {
             .add_filter("PyTorch", &["bin", "pt", "pth", "ckpt"])
             .add_filter("all files", &["*"])
             .pick_files();
+        match picked {
+            Some(paths) if !paths.is_empty() => DialogResult::Picked(paths),
+            _ if started.elapsed() < NOT_SHOWN => DialogResult::Unavailable,
+            _ => DialogResult::Cancelled,
+        }
+    }
+
+    fn pick_folders(&self) -> DialogResult {
+        let started = Instant::now();
+        let picked = rfd::FileDialog::new()
+            .set_title("Open series: a folder of checkpoints")
+            .pick_folders();
         match picked {
             Some(paths) if !paths.is_empty() => DialogResult::Picked(paths),
             _ if started.elapsed() < NOT_SHOWN => DialogResult::Unavailable,

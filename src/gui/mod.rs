@@ -34,9 +34,15 @@ pub use state::{State, ThemeChoice};
 
 pub use crate::text::{safe_multiline, safe_text};
 
-/// Opens the window with `files` (and the demo when asked), and `compare`
-/// as A compared with B; returns the process exit code.
-pub fn run(files: Vec<PathBuf>, demo: bool, compare: Option<(PathBuf, PathBuf)>) -> i32 {
+/// Opens the window with `files` (and the demo when asked), `compare` as A
+/// compared with B, and `series` as a training run; returns the process
+/// exit code.
+pub fn run(
+    files: Vec<PathBuf>,
+    demo: bool,
+    compare: Option<(PathBuf, PathBuf)>,
+    series: Option<Vec<PathBuf>>,
+) -> i32 {
     let options = eframe::NativeOptions {
         viewport: egui::ViewportBuilder::default()
             .with_title("Tensorscope")
@@ -69,6 +75,9 @@ pub fn run(files: Vec<PathBuf>, demo: bool, compare: Option<(PathBuf, PathBuf)>)
                 // Compare acts on the active tab: A's, once Open has run.
                 app.send(Command::Open(a));
                 app.send(Command::Compare(b));
+            }
+            if let Some(paths) = series {
+                app.send(Command::OpenSeries(paths));
             }
             Ok(Box::new(app))
         }),

@@ -271,7 +271,7 @@ fn check_figures(doc: &Value, run: &[Checkpoint]) {
 
 /// The run as a Trainer leaves it: `checkpoint-K/` folders with
 /// `trainer_state.json` (global_step 100·K, not the folder's number).
-fn trainer_layout(dir: &Path, run: &[Checkpoint]) -> PathBuf {
+pub fn trainer_layout(dir: &Path, run: &[Checkpoint]) -> PathBuf {
     let root = dir.join("out");
     for (k, ck) in run.iter().enumerate() {
         let folder = root.join(format!("checkpoint-{k}"));

@@ -61,6 +61,13 @@ fn file_menu_ui(ui: &mut egui::Ui, session: &Session, out: &mut Vec<Command>) {
         out.push(Command::OpenDialog(DialogPurpose::Open));
     }
     if ui
+        .button("Open series…")
+        .on_hover_text("A training run: a folder of checkpoints (checkpoint-N/, epoch=E-step=N.ckpt, …) as one series, how every layer moved and where it blew up")
+        .clicked()
+    {
+        out.push(Command::OpenDialog(DialogPurpose::Series));
+    }
+    if ui
         .button("Open URL…")
         .on_hover_text("A checkpoint on a web server or the Hugging Face Hub, read in ranges: only what is looked at is downloaded")
         .clicked()
@@ -247,6 +254,16 @@ pub fn start_screen_ui(ui: &mut egui::Ui, recent: &[PathBuf], out: &mut Vec<Comm
             .clicked()
         {
             out.push(Command::ShowOpenUrl);
+        }
+        ui.add_space(6.0);
+        if ui
+            .add(egui::Button::new("Open a training run…").min_size(size))
+            .on_hover_text(
+                "A folder of checkpoints as one series: how every layer moved, where it blew up",
+            )
+            .clicked()
+        {
+            out.push(Command::OpenDialog(DialogPurpose::Series));
         }
         ui.add_space(6.0);
         if ui

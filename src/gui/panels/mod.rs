@@ -14,6 +14,7 @@ mod layers;
 mod overview;
 mod picker;
 mod quant;
+mod run;
 mod side;
 mod stats;
 mod table;
@@ -75,6 +76,10 @@ fn tab_ui(
     tree_view: bool,
     out: &mut Vec<Command>,
 ) {
+    if tab.run.is_some() {
+        run::run_ui(ui, tab, view, index, out);
+        return;
+    }
     if tab.load.is_running() {
         let (path, started) = (&tab.path, tab.load_started);
         let progress = tab.load.progress();

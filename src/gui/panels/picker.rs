@@ -8,7 +8,7 @@ use eframe::egui;
 use super::failure_text;
 use crate::gui::command::Command;
 use crate::gui::safe_text;
-use crate::gui::state::{Entry, Listing, Picker, PickerForm};
+use crate::gui::state::{DialogPurpose, Entry, Listing, Picker, PickerForm};
 use crate::text::human_bytes;
 
 fn is_checkpoint(name: &str) -> bool {
@@ -47,11 +47,18 @@ pub fn picker_ui(
             });
             ui.horizontal(|ui| {
                 ui.checkbox(&mut form.show_all, "Show all files");
-                if ui
-                    .button("Open this folder as a model")
-                    .on_hover_text("Opens the shard index or the single .safetensors file in this folder")
-                    .clicked()
-                {
+                let (text, hover) = if purpose == DialogPurpose::Series {
+                    (
+                        "Open this folder as a series",
+                        "Each checkpoint sub-folder and checkpoint file in this folder is one step of the run",
+                    )
+                } else {
+                    (
+                        "Open this folder as a model",
+                        "Opens the shard index or the single .safetensors file in this folder",
+                    )
+                };
+                if ui.button(text).on_hover_text(hover).clicked() {
                     choose = Some(picker.folder.clone());
                 }
             });

@@ -15,8 +15,65 @@ use crate::gui::state::{
 };
 use crate::gui::task::Task;
 use crate::gui::work;
+use crate::series::SeriesOptions;
 
 impl Runner<'_> {
+    /// Opens a training run in a new tab and starts measuring it.
+    pub(super) fn open_series(&mut self, paths: Vec<PathBuf>) {
+        if paths.is_empty() {
+            return;
+        }
+        let paths: Vec<PathBuf> = paths
+            .into_iter()
+            .map(crate::source::absolute_location)
+            .collect();
+        let job = self.spawn("series", {
+            let paths = paths.clone();
+            move |cancel, progress| {
+                crate::series::series(&paths, &SeriesOptions::default(), cancel, progress)
+                    .map(Arc::new)
+            }
+        });
+        let mut tab = crate::gui::state::Tab::series(paths);
+        if let Some(run) = &mut tab.run {
+            run.task.start((), job);
+        }
+        self.session.tabs.push(tab);
+        self.views
+            .tabs
+            .push(crate::gui::state::ViewState::default());
+        self.session.active = self.session.tabs.len() - 1;
+    }
+
+    /// Opens step `from` of a run's tab and compares it with step `to`,
+    /// the pair of `tensor` selected once the diff is done.
+    pub(super) fn compare_steps(
+        &mut self,
+        tab: usize,
+        from: usize,
+        to: usize,
+        tensor: Option<String>,
+    ) {
+        let Some(report) = self
+            .session
+            .tabs
+            .get(tab)
+            .and_then(|t| t.run.as_ref())
+            .and_then(|r| r.report())
+        else {
+            return;
+        };
+        let (Some(a), Some(b)) = (report.steps.get(from), report.steps.get(to)) else {
+            return;
+        };
+        let (a, b) = (PathBuf::from(&a.path), PathBuf::from(&b.path));
+        self.open(a);
+        self.compare(b);
+        if let Some(c) = self.active().and_then(|t| t.compare.as_mut()) {
+            c.pending_pair = tensor;
+        }
+    }
+
     /// The active tab's checkpoint, once open.
     fn active_checkpoint(&mut self) -> Option<Arc<Checkpoint>> {
         self.active()
@@ -378,6 +435,11 @@ impl Runner<'_> {
                 // writes nothing: stop waiting for it.
                 if let Some(t) = session.tabs.get_mut(i) {
                     t.load.abandon();
+                }
+            }
+            JobId::Series(i) => {
+                if let Some(r) = session.tabs.get_mut(i).and_then(|t| t.run.as_mut()) {
+                    r.task.cancel();
                 }
             }
             JobId::Write(WriteForm::Export) => {

@@ -108,6 +108,13 @@ impl<'a> Runner<'a> {
     fn run(&mut self, command: Command) {
         match command {
             Command::Open(path) => self.open(path),
+            Command::OpenSeries(paths) => self.open_series(paths),
+            Command::CompareSteps {
+                tab,
+                from,
+                to,
+                tensor,
+            } => self.compare_steps(tab, from, to, tensor),
             Command::OpenDialog(purpose) => self.open_dialog(purpose),
             Command::ShowPicker(purpose) => {
                 let start = self
@@ -392,7 +399,15 @@ impl<'a> Runner<'a> {
             return;
         }
         let dialog = Arc::clone(self.dialog);
-        match self.spawn("open-dialog", move |_, _| Ok(dialog.pick_files())) {
+        let series = purpose == DialogPurpose::Series;
+        let pick = move |_: &CancelToken, _: &Progress| {
+            Ok(if series {
+                dialog.pick_folders()
+            } else {
+                dialog.pick_files()
+            })
+        };
+        match self.spawn("open-dialog", pick) {
             Ok(job) => self.session.open_dialog.start(purpose, Ok(job)),
             Err(_) => self.send(Command::ShowPicker(purpose)),
         }

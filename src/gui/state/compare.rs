@@ -218,6 +218,8 @@ pub struct CompareState {
     pub selected: Option<usize>,
     /// The selected pair's detail, keyed by pair.
     pub detail: Task<usize, PairDetail, String>,
+    /// A pair to select by name once the diff is done (a Run view's cell).
+    pub pending_pair: Option<String>,
 }
 
 impl CompareState {
@@ -235,6 +237,7 @@ impl CompareState {
             dirty: true,
             selected: None,
             detail: Task::default(),
+            pending_pair: None,
         }
     }
 

@@ -9,6 +9,7 @@
 mod compare;
 mod dialogs;
 mod loaded;
+mod run;
 mod tab;
 mod tensor;
 
@@ -24,6 +25,7 @@ pub use dialogs::{
     SaveAsDialog, SaveAsForm, WriteForm,
 };
 pub use loaded::{Loaded, MetaArray, MetaEntry};
+pub use run::{RunMeasure, RunRows, RunState, RunView};
 pub use tab::{SelectMode, Tab, TableState};
 pub use tensor::{
     HeatKey, HistKind, LayerLines, LayerStat, MAX_LAYER_LINES, ScanProgress, ScanState,
@@ -68,6 +70,8 @@ pub enum DialogPurpose {
     Open,
     /// Compare the active tab with the chosen file.
     Compare,
+    /// Open a folder of checkpoints as a training run.
+    Series,
 }
 
 /// A short message in the corner, gone after a few seconds.

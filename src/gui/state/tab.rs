@@ -139,6 +139,8 @@ pub struct Tab {
     pub tensor: TensorState,
     /// A comparison with a second checkpoint, when one is open.
     pub compare: Option<CompareState>,
+    /// A training run: the tab shows a series of checkpoints, not one.
+    pub run: Option<super::RunState>,
 }
 
 impl Tab {
@@ -151,11 +153,26 @@ impl Tab {
             table: TableState::default(),
             tensor: TensorState::default(),
             compare: None,
+            run: None,
         }
+    }
+
+    /// A tab for the series of checkpoints `paths` (its job not started).
+    pub fn series(paths: Vec<PathBuf>) -> Self {
+        let mut tab = Self::new(paths.first().cloned().unwrap_or_default());
+        tab.run = Some(super::RunState::new(paths));
+        tab
     }
 
     /// The tab bar's title: the file name, or the folder of a shard index.
     pub fn title(&self) -> String {
+        if self.run.is_some() {
+            let name = self.path.file_name().map_or_else(
+                || self.path.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            );
+            return format!("Run: {name}");
+        }
         let name = self.path.file_name().map_or_else(
             || self.path.display().to_string(),
             |n| n.to_string_lossy().into_owned(),
@@ -178,6 +195,7 @@ impl Tab {
         self.load.is_running()
             || self.tensor.is_busy()
             || self.compare.as_ref().is_some_and(CompareState::is_busy)
+            || self.run.as_ref().is_some_and(|r| r.task.is_running())
     }
 
     /// Rebuilds the rows shown after a filter, sort, tree or scan change.

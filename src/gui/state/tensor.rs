@@ -386,6 +386,8 @@ pub struct ArrayPage {
     reason = "independent view toggles, each bound to one checkbox"
 )]
 pub struct ViewState {
+    /// A run tab's Run view choices.
+    pub run: super::RunView,
     /// The side panel's page.
     pub page: SidePage,
     /// The metadata pane's search text.
@@ -448,6 +450,7 @@ pub struct ViewState {
 impl Default for ViewState {
     fn default() -> Self {
         Self {
+            run: super::RunView::default(),
             page: SidePage::default(),
             meta_filter: String::new(),
             meta_pages: std::collections::HashMap::new(),

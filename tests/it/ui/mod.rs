@@ -15,6 +15,7 @@ mod pytorch;
 mod quant;
 mod remote;
 mod save;
+mod series;
 mod table;
 mod views;
 
@@ -41,6 +42,9 @@ impl FileDialog for ScriptedDialog {
         self.answer
             .lock()
             .map_or(DialogResult::Cancelled, |a| a.clone())
+    }
+    fn pick_folders(&self) -> DialogResult {
+        self.pick_files()
     }
 }
 

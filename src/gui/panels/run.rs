@@ -10,7 +10,7 @@ use egui_plot::{Legend, Line, Plot, PlotPoints};
 
 use super::job_row;
 use crate::gui::command::{Command, JobId};
-use crate::gui::state::{RunMeasure, RunRows, RunState, RunView, Tab, ViewState};
+use crate::gui::state::{RunMeasure, RunRows, RunState, RunView, StripCache, Tab, ViewState};
 use crate::gui::task::Failure;
 use crate::series::{Event, EventKind, SeriesReport};
 use crate::stats::heatmap::colour_rgb;
@@ -37,54 +37,74 @@ struct Row<'a> {
     nonfinite: Option<&'a [Option<u64>]>,
 }
 
-/// The rows the view's choices show.
-fn rows<'a>(report: &'a SeriesReport, view: &RunView) -> Vec<Row<'a>> {
-    match view.rows {
-        RunRows::Layers => report
-            .layers
-            .iter()
-            .map(|l| Row {
+/// Row `k` (a layer or a tensor index into the report) as `rows` and
+/// `measure` show it.
+fn row(report: &SeriesReport, rows: RunRows, measure: RunMeasure, k: usize) -> Option<Row<'_>> {
+    Some(match rows {
+        RunRows::Layers => {
+            let l = report.layers.get(k)?;
+            Row {
                 label: format!("layer {}", l.layer),
                 tensor: None,
-                values: match view.measure {
+                values: match measure {
                     RunMeasure::UpdateRatio => &l.figures.update_ratio,
                     RunMeasure::L2Norm | RunMeasure::Std => &l.figures.l2_norm,
                 },
                 nonfinite: None,
-            })
-            .collect(),
-        RunRows::Tensors => {
-            let needle = view.filter.to_lowercase();
-            report
-                .tensors
-                .iter()
-                .enumerate()
-                .filter(|(_, t)| needle.is_empty() || t.name.to_lowercase().contains(&needle))
-                .map(|(i, t)| Row {
-                    label: safe_text(&t.name, 200),
-                    tensor: Some(i),
-                    values: match view.measure {
-                        RunMeasure::UpdateRatio => &t.update_ratio,
-                        RunMeasure::L2Norm => &t.l2_norm,
-                        RunMeasure::Std => &t.std,
-                    },
-                    nonfinite: Some(&t.nonfinite),
-                })
-                .collect()
+            }
         }
-    }
+        RunRows::Tensors => {
+            let t = report.tensors.get(k)?;
+            Row {
+                label: safe_text(&t.name, 200),
+                tensor: Some(k),
+                values: match measure {
+                    RunMeasure::UpdateRatio => &t.update_ratio,
+                    RunMeasure::L2Norm => &t.l2_norm,
+                    RunMeasure::Std => &t.std,
+                },
+                nonfinite: Some(&t.nonfinite),
+            }
+        }
+    })
 }
 
-/// The range of log10 of the positive values of the rows.
-fn log_range(rows: &[Row<'_>]) -> Option<(f64, f64)> {
-    let mut range: Option<(f64, f64)> = None;
-    for v in rows.iter().flat_map(|r| r.values.iter().flatten()) {
-        if *v > 0.0 {
-            let l = v.log10();
-            range = Some(range.map_or((l, l), |(a, b)| (a.min(l), b.max(l))));
+/// The rows the view's choices show and their colour range: kept in the
+/// view until a choice or the report changes.
+fn strip_cache(report: &SeriesReport, view: &mut RunView) {
+    let key = (
+        view.rows,
+        view.measure,
+        view.filter.clone(),
+        report.tensors.len(),
+        report.steps.len(),
+    );
+    if view.cache.as_ref().is_none_or(|c| c.key != key) {
+        let rows: Vec<usize> = match view.rows {
+            RunRows::Layers => (0..report.layers.len()).collect(),
+            RunRows::Tensors => {
+                let needle = view.filter.to_lowercase();
+                report
+                    .tensors
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, t)| needle.is_empty() || t.name.to_lowercase().contains(&needle))
+                    .map(|(i, _)| i)
+                    .collect()
+            }
+        };
+        let mut range: Option<(f64, f64)> = None;
+        for &k in &rows {
+            let Some(r) = row(report, view.rows, view.measure, k) else {
+                continue;
+            };
+            for v in r.values.iter().flatten().filter(|v| **v > 0.0) {
+                let l = v.log10();
+                range = Some(range.map_or((l, l), |(a, b)| (a.min(l), b.max(l))));
+            }
         }
+        view.cache = Some(StripCache { key, rows, range });
     }
-    range
 }
 
 /// The colour of a value on the strip's scale: grey for 0, none for a
@@ -209,16 +229,22 @@ fn strip_ui(
     index: usize,
     out: &mut Vec<Command>,
 ) {
-    let rows = rows(report, view);
-    let range = log_range(&rows);
-    legend_ui(ui, view.measure, range);
-    if rows.is_empty() {
-        ui.label(match view.rows {
+    let (kind, measure) = (view.rows, view.measure);
+    strip_cache(report, view);
+    // Out of the view while the rows are drawn (they choose into it).
+    let Some(cache) = view.cache.take() else {
+        return;
+    };
+    let range = cache.range;
+    legend_ui(ui, measure, range);
+    if cache.rows.is_empty() {
+        ui.label(match kind {
             RunRows::Layers => {
                 "No layer numbers in the names (.layers.N., .h.N., .blocks.N.): show tensors."
             }
             RunRows::Tensors => "No tensor matches the filter.",
         });
+        view.cache = Some(cache);
         return;
     }
     let steps = report.steps.len();
@@ -234,8 +260,11 @@ fn strip_ui(
     });
     egui::ScrollArea::both()
         .auto_shrink([false, false])
-        .show_rows(ui, ROW_HEIGHT, rows.len(), |ui, shown| {
-            for row in &rows[shown] {
+        .show_rows(ui, ROW_HEIGHT, cache.rows.len(), |ui, shown| {
+            for &k in &cache.rows[shown] {
+                let Some(row) = row(report, kind, measure, k) else {
+                    continue;
+                };
                 ui.horizontal(|ui| {
                     let chosen = row.tensor.is_some() && row.tensor == view.chosen;
                     let label = egui::Button::selectable(chosen, row.label.as_str())
@@ -251,10 +280,11 @@ fn strip_ui(
                     if clicked {
                         view.chosen = row.tensor;
                     }
-                    cells_ui(ui, report, row, range, cell, index, out);
+                    cells_ui(ui, report, &row, range, cell, index, out);
                 });
             }
         });
+    view.cache = Some(cache);
 }
 
 /// One row's cells: hover says the step and value; a click compares.

@@ -27,22 +27,27 @@ impl Runner<'_> {
             .into_iter()
             .map(crate::source::absolute_location)
             .collect();
-        let job = self.spawn("series", {
-            let paths = paths.clone();
-            move |cancel, progress| {
-                crate::series::series(&paths, &SeriesOptions::default(), cancel, progress)
-                    .map(Arc::new)
-            }
-        });
-        let mut tab = crate::gui::state::Tab::series(paths);
-        if let Some(run) = &mut tab.run {
-            run.task.start((), job);
-        }
-        self.session.tabs.push(tab);
+        self.session
+            .tabs
+            .push(crate::gui::state::Tab::series(paths.clone()));
         self.views
             .tabs
             .push(crate::gui::state::ViewState::default());
         self.session.active = self.session.tabs.len() - 1;
+        self.measure_series(self.session.active, paths);
+    }
+
+    /// Starts (again) measuring the series of run tab `i`.
+    pub(super) fn measure_series(&mut self, i: usize, paths: Vec<PathBuf>) {
+        let job = self.spawn("series", move |cancel, progress| {
+            crate::series::series(&paths, &SeriesOptions::default(), cancel, progress).map(Arc::new)
+        });
+        if let Some(run) = self.session.tabs.get_mut(i).and_then(|t| t.run.as_mut()) {
+            run.task.start((), job);
+        }
+        if let Some(v) = self.views.tabs.get_mut(i) {
+            v.run = crate::gui::state::RunView::default();
+        }
     }
 
     /// Opens step `from` of a run's tab and compares it with step `to`,

@@ -349,6 +349,16 @@ impl<'a> Runner<'a> {
     /// Opens tab `i`'s file again: a fresh table and view, and the
     /// comparison (if any) diffed again once the file is back.
     fn reload(&mut self, i: usize) {
+        if let Some(paths) = self
+            .session
+            .tabs
+            .get(i)
+            .and_then(|t| t.run.as_ref())
+            .map(|r| r.paths.clone())
+        {
+            self.measure_series(i, paths);
+            return;
+        }
         let Some(path) = self.session.tabs.get(i).map(|t| t.path.clone()) else {
             return;
         };

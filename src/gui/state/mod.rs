@@ -25,7 +25,7 @@ pub use dialogs::{
     SaveAsDialog, SaveAsForm, WriteForm,
 };
 pub use loaded::{Loaded, MetaArray, MetaEntry};
-pub use run::{RunMeasure, RunRows, RunState, RunView};
+pub use run::{RunMeasure, RunRows, RunState, RunView, StripCache};
 pub use tab::{SelectMode, Tab, TableState};
 pub use tensor::{
     HeatKey, HistKind, LayerLines, LayerStat, MAX_LAYER_LINES, ScanProgress, ScanState,

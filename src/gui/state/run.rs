@@ -66,9 +66,24 @@ impl RunState {
     }
 }
 
+/// The strip's rows and colour range, kept until what they were made
+/// from changes (not rebuilt per frame: a run may have 100,000 tensors).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StripCache {
+    /// What the rows were made for: rows, measure, filter, and the
+    /// report's tensor and step counts.
+    pub key: (RunRows, RunMeasure, String, usize, usize),
+    /// The rows: layer or tensor indices into the report.
+    pub rows: Vec<usize>,
+    /// log10 of the smallest and largest positive value shown.
+    pub range: Option<(f64, f64)>,
+}
+
 /// The Run view's own choices (bound to its widgets).
 #[derive(Debug, Clone, Default)]
 pub struct RunView {
+    /// The strip's rows and scale, for the current choices.
+    pub cache: Option<StripCache>,
     /// Layers or tensors as rows.
     pub rows: RunRows,
     /// The colour's measure.

@@ -56,3 +56,25 @@ fn a_run_shows_its_events_charts_and_compares_a_cell() {
         "the pair is shown by its name"
     );
 }
+
+#[test]
+fn reload_measures_the_run_again() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = trainer_layout(dir.path(), &run());
+    let dialog = Arc::new(ScriptedDialog {
+        answer: Mutex::new(DialogResult::Picked(vec![root.clone()])),
+        available: true,
+    });
+    let mut h = harness(State::default(), dialog);
+    file_menu(&mut h, "Open series…");
+    settle(&mut h);
+    h.get_by_label("Training run: 6 checkpoints, steps 100 … 600");
+    // The last checkpoint is deleted: Reload measures the five left.
+    // (checkpoint-5 holds global_step 600.)
+    let last = root.join("checkpoint-5");
+    std::fs::remove_dir_all(last).expect("remove");
+    file_menu(&mut h, "Reload");
+    settle(&mut h);
+    h.get_by_label("Training run: 5 checkpoints, steps 100 … 500");
+    assert!(h.query_by_label("step 600: spike (1 tensor)").is_none());
+}

@@ -21,7 +21,7 @@ use super::kernel::{BLOCK, Lane, Specials};
 use super::moments::Moments;
 use super::refine::bins_of_quantiles;
 use super::report::Sigma6;
-use super::simd::{block_wide, histogram_block, histogram_f32};
+use super::simd::{block_wide, histogram_block, histogram_f32, pairs_block};
 use super::{CHUNK_BYTES, Detail, Quantiles, Scalar, StatsOptions, ValueStats, par_chunks};
 use crate::jobs::{CancelToken, Cancelled, Progress};
 
@@ -75,8 +75,17 @@ impl Pass1Totals {
 
 /// Adds the specials and moments of the elements `range` to `acc`.
 fn summarize_range<V: View>(view: &V, range: Range<u64>, acc: &mut Pass1Totals) {
+    // Runs of few values (GGUF's table types): each value once, with its
+    // count.
+    let tiny = tiny_bits(view.smallest_normal());
+    if view.pairs(range.clone(), None, &mut |vals, counts| {
+        let (sp, m) = pairs_block(vals, counts, tiny);
+        acc.specials.merge(&sp);
+        acc.moments.merge(&m);
+    }) {
+        return;
+    }
     if let Some((kind, raw)) = view.raw(range.clone()) {
-        let tiny = tiny_bits(view.smallest_normal());
         for block in raw.chunks(kind.width() * BLOCK) {
             let (sp, m) = block_wide(kind, block, tiny);
             acc.specials.merge(&sp);
@@ -135,6 +144,17 @@ fn histogram_counts<V: View>(view: &V, range: Range<u64>, bins: &FloatBins, acc:
 
 /// The finite values of `range` beyond 6σ.
 fn count_beyond<V: View>(view: &V, range: Range<u64>, sigma: Sigma6) -> u64 {
+    let mut n = 0u64;
+    if view.pairs(range.clone(), None, &mut |vals, counts| {
+        for (v, c) in vals.iter().zip(counts) {
+            let v = f64::from(*v);
+            if sigma.beyond(v) && v.abs() < f64::INFINITY {
+                n += u64::from(*c);
+            }
+        }
+    }) {
+        return n;
+    }
     // F32 in place: read straight from the bytes, in blocks the compiler
     // vectorises (no copy through the decode buffer).
     if let Some((Wide::F32, raw)) = view.raw(range.clone()) {
@@ -151,7 +171,6 @@ fn count_beyond<V: View>(view: &V, range: Range<u64>, sigma: Sigma6) -> u64 {
             })
             .sum();
     }
-    let mut n = 0u64;
     for_each_block(view, range, |vals| {
         // Branch-free, so that it vectorises: ±Inf is beyond any limit but
         // not finite, NaN compares false.

@@ -12,7 +12,7 @@ use super::job_row;
 use crate::gui::command::{Command, JobId};
 use crate::gui::state::{RunMeasure, RunRows, RunState, RunView, StripCache, Tab, ViewState};
 use crate::gui::task::Failure;
-use crate::series::{Event, EventKind, SeriesReport};
+use crate::series::{Event, EventKind, SeriesReport, layer_of};
 use crate::stats::heatmap::colour_rgb;
 use crate::text::{fmt_value, safe_text};
 
@@ -103,8 +103,39 @@ fn strip_cache(report: &SeriesReport, view: &mut RunView) {
                 range = Some(range.map_or((l, l), |(a, b)| (a.min(l), b.max(l))));
             }
         }
-        view.cache = Some(StripCache { key, rows, range });
+        view.cache = Some(StripCache {
+            key,
+            rows,
+            range,
+            layer_nonfinite: layer_nonfinite(report),
+        });
     }
+}
+
+/// Each layer's NaN and Inf count per step: the sum over its tensors
+/// (`None` where none of them is at that step).
+fn layer_nonfinite(report: &SeriesReport) -> Vec<Vec<Option<u64>>> {
+    let at: std::collections::HashMap<u64, usize> = report
+        .layers
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (l.layer, i))
+        .collect();
+    let mut out = vec![vec![None; report.steps.len()]; report.layers.len()];
+    for t in &report.tensors {
+        let Some(row) = layer_of(&t.name)
+            .and_then(|l| at.get(&l))
+            .and_then(|&i| out.get_mut(i))
+        else {
+            continue;
+        };
+        for (sum, n) in row.iter_mut().zip(&t.nonfinite) {
+            if let Some(n) = n {
+                *sum = Some(sum.unwrap_or(0) + n);
+            }
+        }
+    }
+    out
 }
 
 /// The colour of a value on the strip's scale: grey for 0, none for a
@@ -262,9 +293,12 @@ fn strip_ui(
         .auto_shrink([false, false])
         .show_rows(ui, ROW_HEIGHT, cache.rows.len(), |ui, shown| {
             for &k in &cache.rows[shown] {
-                let Some(row) = row(report, kind, measure, k) else {
+                let Some(mut row) = row(report, kind, measure, k) else {
                     continue;
                 };
+                if kind == RunRows::Layers {
+                    row.nonfinite = cache.layer_nonfinite.get(k).map(Vec::as_slice);
+                }
                 ui.horizontal(|ui| {
                     let chosen = row.tensor.is_some() && row.tensor == view.chosen;
                     let label = egui::Button::selectable(chosen, row.label.as_str())
@@ -332,8 +366,13 @@ fn cells_ui(
         (((pos.x - rect.left()) / cell).max(0.0) as usize).min(row.values.len().saturating_sub(1));
     let step = report.steps.get(i).map_or(0, |s| s.step);
     let value = row.values.get(i).copied().flatten();
+    let bad = row
+        .nonfinite
+        .and_then(|n| n.get(i).copied().flatten())
+        .filter(|n| *n > 0)
+        .map_or_else(String::new, |n| format!(" ({n} NaN/Inf)"));
     let text = format!(
-        "{} at step {step}: {}{}",
+        "{} at step {step}: {}{bad}{}",
         row.label,
         value.map_or_else(|| "—".to_owned(), fmt_value),
         if i > 0 {

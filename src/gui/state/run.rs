@@ -77,6 +77,8 @@ pub struct StripCache {
     pub rows: Vec<usize>,
     /// log10 of the smallest and largest positive value shown.
     pub range: Option<(f64, f64)>,
+    /// Each layer's NaN and Inf count per step (its tensors' sum).
+    pub layer_nonfinite: Vec<Vec<Option<u64>>>,
 }
 
 /// The Run view's own choices (bound to its widgets).

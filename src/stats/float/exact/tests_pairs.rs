@@ -178,3 +178,43 @@ fn pairs_give_the_figures_of_their_elements() {
     };
     agree_paired(&q4k, &options, "affine, quantiles from the histogram");
 }
+
+#[test]
+fn the_moments_pass_takes_pairs_too() {
+    let n = SMALL as usize * 2 + 5;
+    let mut r = Rng(0x0dd_ba11_5eed);
+    let mut all = vec![("affine".to_owned(), affine(n, &mut r))];
+    for (name, vals) in cases(4096) {
+        all.push((name.to_owned(), runs(&vals, n, &mut r)));
+    }
+    let (cancel, progress) = (CancelToken::new(), Progress::new());
+    let details = [
+        crate::stats::Detail::MomentsOnly,
+        crate::stats::Detail::Outliers,
+    ];
+    for ((what, q4k), detail) in all.iter().flat_map(|c| details.map(|d| (c, d))) {
+        let options = StatsOptions {
+            detail,
+            ..StatsOptions::default()
+        };
+        let paired = super::super::stats(q4k, &options, &cancel, &progress).expect("run");
+        let decoded =
+            super::super::stats(&Decoded(q4k), &options, &cancel, &progress).expect("run");
+        close(paired.mean, decoded.mean, &format!("{what} mean"));
+        close(paired.std, decoded.std, &format!("{what} std"));
+        close(paired.l2_norm, decoded.l2_norm, &format!("{what} L2"));
+        assert_eq!(paired.min, decoded.min, "{what}");
+        assert_eq!(paired.max, decoded.max, "{what}");
+        assert_eq!(paired.outliers_6sigma, decoded.outliers_6sigma, "{what}");
+        assert_eq!(
+            (paired.count, paired.finite, paired.zeros, paired.subnormals),
+            (
+                decoded.count,
+                decoded.finite,
+                decoded.zeros,
+                decoded.subnormals
+            ),
+            "{what}"
+        );
+    }
+}

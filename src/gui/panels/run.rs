@@ -20,8 +20,9 @@ use crate::text::{fmt_value, safe_text};
 const LABEL_WIDTH: f32 = 300.0;
 /// Height of a strip row.
 const ROW_HEIGHT: f32 = 18.0;
-/// Narrowest and widest step column.
-const CELL_WIDTH: (f32, f32) = (6.0, 48.0);
+/// Narrowest and widest step column (at 3 px, the 154 revisions of a
+/// Pythia run fit beside the labels; more scroll sideways).
+const CELL_WIDTH: (f32, f32) = (3.0, 48.0);
 /// Tensors listed per event at most.
 const SHOWN_PER_EVENT: usize = 6;
 /// Events listed at most (the rest are counted).
@@ -341,7 +342,8 @@ fn cells_ui(
     for (i, v) in row.values.iter().enumerate() {
         let r = egui::Rect::from_min_size(
             egui::pos2(rect.left() + cell * i as f32, rect.top()),
-            egui::vec2(cell - 1.0, rect.height()),
+            // A gap between columns while they are wide enough to spare it.
+            egui::vec2(if cell >= 6.0 { cell - 1.0 } else { cell }, rect.height()),
         );
         if let Some(c) = cell_colour(*v, range) {
             painter.rect_filled(r, 0.0, c);

@@ -15,6 +15,17 @@ use crate::gui::model::{
 };
 use crate::gui::task::Task;
 
+/// File names that every checkpoint folder of a kind holds: a tab shows
+/// them with their folder.
+const GENERIC_NAMES: [&str; 6] = [
+    "model.safetensors",
+    "pytorch_model.bin",
+    "model.pt",
+    "model.ckpt",
+    "weights.npz",
+    "model.gguf",
+];
+
 /// How a click changes the selection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SelectMode {
@@ -177,10 +188,18 @@ impl Tab {
             || self.path.display().to_string(),
             |n| n.to_string_lossy().into_owned(),
         );
+        let parent = self.path.parent().and_then(Path::file_name);
         if name.ends_with(".index.json")
-            && let Some(parent) = self.path.parent().and_then(Path::file_name)
+            && let Some(parent) = parent
         {
             return format!("{} (sharded)", parent.to_string_lossy());
+        }
+        // The names every checkpoint folder holds say nothing alone (a
+        // run's steps are all `model.safetensors`): their folder leads.
+        if GENERIC_NAMES.contains(&name.as_str())
+            && let Some(parent) = parent
+        {
+            return format!("{}/{name}", parent.to_string_lossy());
         }
         name
     }
@@ -230,5 +249,29 @@ impl Tab {
         } else {
             Vec::new()
         };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn titles_name_the_file_and_the_folder_of_generic_names() {
+        let t = |p: &str| Tab::new(PathBuf::from(p)).title();
+        assert_eq!(t("/m/llama.safetensors"), "llama.safetensors");
+        assert_eq!(
+            t("/run/checkpoint-500/model.safetensors"),
+            "checkpoint-500/model.safetensors"
+        );
+        assert_eq!(
+            t("/snap/llama/model.safetensors.index.json"),
+            "llama (sharded)"
+        );
+        assert_eq!(t("model.safetensors"), "model.safetensors");
+        assert_eq!(
+            Tab::series(vec![PathBuf::from("/x/run20")]).title(),
+            "Run: run20"
+        );
     }
 }

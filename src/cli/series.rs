@@ -59,14 +59,7 @@ fn ratios(t: &TensorSeries, steps: &[u64]) -> (Option<f64>, Option<(f64, u64)>) 
 fn text(report: &SeriesReport) -> String {
     let mut s = String::new();
     let steps: Vec<u64> = report.steps.iter().map(|s| s.step).collect();
-    let _ = writeln!(
-        s,
-        "{} checkpoints, steps {} … {}; {} tensors",
-        steps.len(),
-        steps.first().copied().unwrap_or(0),
-        steps.last().copied().unwrap_or(0),
-        report.tensors.len()
-    );
+    let _ = writeln!(s, "{}; {} tensors", report.span(), report.tensors.len());
     let _ = writeln!(s, "\nevents:");
     if report.events.is_empty() {
         let _ = writeln!(s, "  none");

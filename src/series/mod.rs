@@ -204,6 +204,18 @@ pub struct SeriesReport {
     pub events: Vec<Event>,
 }
 
+impl SeriesReport {
+    /// "6 checkpoints, steps 100 … 600" (or "1 checkpoint, step 250").
+    pub fn span(&self) -> String {
+        let first = self.steps.first().map_or(0, |s| s.step);
+        let last = self.steps.last().map_or(0, |s| s.step);
+        match self.steps.len() {
+            1 => format!("1 checkpoint, step {first}"),
+            n => format!("{n} checkpoints, steps {first} … {last}"),
+        }
+    }
+}
+
 /// What to measure.
 #[derive(Debug, Clone, Default)]
 pub struct SeriesOptions {

@@ -69,7 +69,14 @@ pub fn discover(paths: &[PathBuf]) -> Result<Vec<StepSource>, SeriesError> {
     let mut found = Vec::new();
     for path in paths {
         let text = path.to_string_lossy();
-        if remote::is_remote(&text) || !path.is_dir() {
+        let remote = remote::is_remote(&text);
+        if !remote && let Err(e) = std::fs::metadata(path) {
+            return Err(SeriesError::Io {
+                path: path.clone(),
+                message: e.to_string(),
+            });
+        }
+        if remote || !path.is_dir() {
             found.push(Candidate {
                 path: path.clone(),
                 folder: false,
@@ -164,11 +171,18 @@ fn step_of(c: &Candidate) -> Result<u64, SeriesError> {
     };
     if let Some(state) = state {
         match crate::quant::config::read_json(&state) {
-            Ok(Some(v)) => {
-                if let Some(step) = v.get("global_step").and_then(serde_json::Value::as_u64) {
-                    return Ok(step);
+            Ok(Some(v)) => match v.get("global_step") {
+                None | Some(serde_json::Value::Null) => {}
+                Some(g) => {
+                    return whole_number(g).ok_or_else(|| SeriesError::Io {
+                        path: state,
+                        message: format!(
+                            "trainer_state.json's global_step is not a whole number ≥ 0 ({})",
+                            crate::text::safe_text(&g.to_string(), 40)
+                        ),
+                    });
                 }
-            }
+            },
             Ok(None) => {}
             Err(message) => {
                 return Err(SeriesError::Io {
@@ -199,6 +213,15 @@ fn step_of(c: &Candidate) -> Result<u64, SeriesError> {
         .ok_or_else(|| SeriesError::NoStep {
             path: c.path.clone(),
         })
+}
+
+/// A JSON number that is a whole number ≥ 0 (`500`, or `500.0` as a
+/// float writer may give it, exact below 2^53).
+fn whole_number(v: &serde_json::Value) -> Option<u64> {
+    v.as_u64().or_else(|| {
+        let f = v.as_f64()?;
+        (f >= 0.0 && f.fract() == 0.0 && f <= 9_007_199_254_740_992.0).then_some(f as u64)
+    })
 }
 
 /// The file's name and its folder's name of a checkpoint (a folder
@@ -260,5 +283,39 @@ mod tests {
         );
         assert_eq!(step("/r/run_7/weights_0300.pt", false), Some(300));
         assert_eq!(step("/r/x/weights.pt", false), None);
+    }
+
+    #[test]
+    fn trainer_state_steps_are_whole_numbers_or_errors() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ck = dir.path().join("checkpoint-7");
+        std::fs::create_dir(&ck).expect("mkdir");
+        let with = |state: &str| {
+            std::fs::write(ck.join("trainer_state.json"), state).expect("write");
+            step_of(&Candidate {
+                path: ck.clone(),
+                folder: true,
+                given: true,
+            })
+        };
+        assert_eq!(with(r#"{"global_step": 1200}"#).ok(), Some(1200));
+        assert_eq!(with(r#"{"global_step": 1200.0}"#).ok(), Some(1200));
+        // No global_step: the folder's number.
+        assert_eq!(with(r#"{"epoch": 1.0}"#).ok(), Some(7));
+        assert_eq!(with(r#"{"global_step": null}"#).ok(), Some(7));
+        for bad in ["-5", "1.5", "\"x\"", "1e30", "[1]"] {
+            let e = with(&format!(r#"{{"global_step": {bad}}}"#)).expect_err(bad);
+            assert_eq!(e.kind(), "Io", "{bad}");
+            assert!(e.to_string().contains("global_step"), "{e}");
+        }
+        let e = with("[[[[").expect_err("not JSON");
+        assert!(e.to_string().contains("trainer_state.json"), "{e}");
+    }
+
+    #[test]
+    fn a_missing_path_is_an_error_that_says_so() {
+        let e = discover(&[PathBuf::from("/no/such/run")]).expect_err("missing");
+        assert_eq!(e.kind(), "Io");
+        assert!(e.to_string().contains("/no/such/run"), "{e}");
     }
 }

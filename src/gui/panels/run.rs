@@ -192,14 +192,7 @@ pub fn run_ui(
 
 fn header_ui(ui: &mut egui::Ui, run: &RunState, index: usize, out: &mut Vec<Command>) {
     if let Some(r) = run.report() {
-        let (first, last) = (
-            r.steps.first().map_or(0, |s| s.step),
-            r.steps.last().map_or(0, |s| s.step),
-        );
-        ui.heading(format!(
-            "Training run: {} checkpoints, steps {first} … {last}",
-            r.steps.len()
-        ));
+        ui.heading(format!("Training run: {}", r.span()));
         ui.label(format!(
             "{} tensors, {} layers, {} events",
             r.tensors.len(),

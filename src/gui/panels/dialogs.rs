@@ -260,7 +260,7 @@ pub fn open_url_ui(
         .default_width(560.0)
         .show(ctx, |ui| {
             ui.label("A safetensors file or shard index on a web server, or a Hugging Face Hub repository:");
-            ui.weak("https://host/path/model.safetensors · hf://ORG/REPO[@REVISION][/FILE] · https://huggingface.co/ORG/REPO");
+            ui.weak("https://host/path/model.safetensors · hf://ORG/REPO[@REVISION][/FILE] · https://huggingface.co/ORG/REPO · several, separated by spaces, for a training run (hf://ORG/REPO@step1000 hf://ORG/REPO@step2000 …)");
             let r = ui.add(
                 egui::TextEdit::singleline(text)
                     .hint_text("hf://org/model")
@@ -271,7 +271,10 @@ pub fn open_url_ui(
                 r.request_focus();
             }
             let location = text.trim().to_owned();
-            let valid = crate::source::remote::is_remote(&location);
+            let several: Vec<&str> = location.split_whitespace().collect();
+            let valid = several.len() == 1 && crate::source::remote::is_remote(&location);
+            let run_valid = !several.is_empty()
+                && several.iter().all(|l| crate::source::remote::is_remote(l));
             ui.horizontal(|ui| {
                 let enter = r.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
                 if (ui.add_enabled(valid, egui::Button::new("Open")).clicked() || (enter && valid))
@@ -289,11 +292,23 @@ pub fn open_url_ui(
                     out.push(Command::Compare(location.clone().into()));
                     out.push(Command::CloseOpenUrl);
                 }
+                if ui
+                    .add_enabled(run_valid, egui::Button::new("Open as a training run"))
+                    .on_hover_text("These checkpoints (or one) as the steps of a run: the Run view")
+                    .clicked()
+                {
+                    out.push(Command::OpenSeries(
+                        several.iter().map(std::path::PathBuf::from).collect(),
+                    ));
+                    out.push(Command::CloseOpenUrl);
+                }
                 if ui.button("Cancel").clicked() {
                     out.push(Command::CloseOpenUrl);
                 }
-                if !valid && !location.is_empty() {
+                if !run_valid && !location.is_empty() {
                     ui.colored_label(ui.visuals().warn_fg_color, "starts with https://, http:// or hf://");
+                } else if several.len() > 1 {
+                    ui.weak("several: a training run");
                 }
             });
             ui.weak("Only headers are read on opening; tensor bytes are fetched when looked at and kept in the cache (TENSORSCOPE_CACHE_DIR, at most TENSORSCOPE_CACHE_MAX). A Hub token comes from HF_TOKEN.");

@@ -130,3 +130,41 @@ fn a_url_opens_and_its_values_come_page_by_page() {
     h.get_by_label("Comparing with");
     h.get_by_label_contains("2 identical");
 }
+
+#[test]
+fn urls_open_as_a_training_run() {
+    configured();
+    let s = Server::start();
+    let steps = crate::series::run();
+    let mut urls = Vec::new();
+    for (k, ck) in steps.iter().enumerate() {
+        s.file(
+            &format!("/run/ckpt-{k}/model.safetensors"),
+            crate::series::safetensors_bytes(ck),
+        );
+        s.file(
+            &format!("/run/ckpt-{k}/trainer_state.json"),
+            format!("{{\"global_step\": {}}}", 100 * (k + 1)).into_bytes(),
+        );
+        // Given out of order: the run sorts them by step.
+        urls.insert(0, s.url(&format!("/run/ckpt-{k}/model.safetensors")));
+    }
+    let mut h = harness(State::default(), no_dialog());
+    h.run_steps(1);
+    file_menu(&mut h, "Open URL…");
+    settle(&mut h);
+    set_text(
+        &h.get_by_role(egui::accesskit::Role::TextInput),
+        &urls.join(" "),
+    );
+    h.run_steps(2);
+    h.get_by_label("several: a training run");
+    h.get_by_label("Open as a training run").click();
+    settle(&mut h);
+    h.get_by_label(&format!(
+        "Training run: {} checkpoints, steps 100 … {}",
+        steps.len(),
+        100 * steps.len()
+    ));
+    h.get_by_label("step 400: nonfinite (2 tensors)");
+}

@@ -1,7 +1,8 @@
 //! Which checkpoints a series is made of, and the step of each.
 //!
 //! A PATH is a checkpoint (a file, a folder holding `model.safetensors`,
-//! an index or `pytorch_model.bin`, or a remote location), or a folder of
+//! an index or `pytorch_model.bin`, or only a fine-tune's
+//! `adapter_model.safetensors`/`.bin`, or a remote location), or a folder of
 //! checkpoints: each such sub-folder and each checkpoint file in it is one
 //! step, other files ignored. The step is `trainer_state.json`'s
 //! `global_step` beside the weights (also over HTTP), else `step=N` in the
@@ -41,9 +42,36 @@ const CHECKPOINT_EXTENSIONS: [&str; 8] = [
     "npy",
 ];
 
+/// A fine-tune's adapter weights (PEFT's LoRA, as the Trainer saves them
+/// beside its optimizer state): a folder holding one of them and no model
+/// is the checkpoint of that file.
+const ADAPTER_FILES: [&str; 2] = ["adapter_model.safetensors", "adapter_model.bin"];
+
 /// True when `dir` is one checkpoint: it holds `model.safetensors`,
-/// `pytorch_model.bin` or a shard index.
+/// `pytorch_model.bin`, a shard index, or adapter weights.
 pub fn holds_checkpoint(dir: &Path) -> bool {
+    holds_model(dir) || adapter_of(dir).is_some()
+}
+
+/// What a folder checkpoint opens as: the folder, or its adapter file.
+fn weights_of(dir: &Path) -> PathBuf {
+    if holds_model(dir) {
+        return dir.to_owned();
+    }
+    adapter_of(dir).unwrap_or_else(|| dir.to_owned())
+}
+
+/// A folder's adapter weights file, if any.
+fn adapter_of(dir: &Path) -> Option<PathBuf> {
+    ADAPTER_FILES
+        .iter()
+        .map(|f| dir.join(f))
+        .find(|p| p.is_file())
+}
+
+/// True when `dir` holds a model's weights: `model.safetensors`,
+/// `pytorch_model.bin` or a shard index.
+fn holds_model(dir: &Path) -> bool {
     CHECKPOINT_FILES.iter().any(|f| dir.join(f).is_file())
         || std::fs::read_dir(dir).is_ok_and(|entries| {
             entries.flatten().any(|e| {
@@ -100,7 +128,11 @@ pub fn discover(paths: &[PathBuf]) -> Result<Vec<StepSource>, SeriesError> {
     for c in &found {
         steps.push(StepSource {
             step: step_of(c)?,
-            path: c.path.clone(),
+            path: if c.folder {
+                weights_of(&c.path)
+            } else {
+                c.path.clone()
+            },
         });
     }
     steps.sort_by_key(|s| s.step);

@@ -445,6 +445,48 @@ fn lightning_files_and_a_mixed_folder_are_steps() {
 }
 
 #[test]
+fn adapter_checkpoints_of_a_fine_tune_are_steps() {
+    // PEFT's LoRA under the Trainer: `checkpoint-N/adapter_model.*` beside
+    // the optimizer's state and other files, no model weights; both the
+    // safetensors and the PyTorch adapter.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = run();
+    let root = dir.path().join("lora");
+    for (k, ck) in run.iter().enumerate() {
+        let folder = root.join(format!("checkpoint-{}", 10 * (k + 1)));
+        if k % 2 == 0 {
+            write(&folder, "adapter_model.safetensors", &safetensors_bytes(ck));
+        } else {
+            write(&folder, "adapter_model.bin", &torch_bytes(ck));
+        }
+        write(&folder, "optimizer.pt", b"not read");
+        write(&folder, "training_args.bin", b"not read");
+        write(&folder, "adapter_config.json", b"{}");
+        write(
+            &folder,
+            "trainer_state.json",
+            format!("{{\"global_step\": {}}}", 7 * (k + 1)).as_bytes(),
+        );
+    }
+    let doc = series_json(&[&root], &[]);
+    let steps: Vec<u64> = doc["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .map(|s| s["step"].as_u64().expect("step"))
+        .collect();
+    assert_eq!(steps, [7, 14, 21, 28, 35, 42]);
+    assert!(
+        doc["steps"][1]["path"]
+            .as_str()
+            .is_some_and(|p| p.ends_with("adapter_model.bin")),
+        "{}",
+        doc["steps"][1]
+    );
+    check_figures(&doc, &run);
+}
+
+#[test]
 fn a_regex_narrows_tensors_layers_and_events() {
     let dir = tempfile::tempdir().expect("tempdir");
     let run = run();

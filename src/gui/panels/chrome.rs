@@ -238,7 +238,9 @@ pub fn start_screen_ui(ui: &mut egui::Ui, recent: &[PathBuf], out: &mut Vec<Comm
     ui.vertical_centered(|ui| {
         ui.add_space(ui.available_height() * 0.18);
         ui.heading("Tensorscope");
-        ui.label("Look inside safetensors checkpoints without running anything.");
+        ui.label(
+            "Look inside checkpoints (safetensors, PyTorch, GGUF, NumPy) without running anything.",
+        );
         ui.add_space(16.0);
         let size = egui::vec2(220.0, 32.0);
         if ui
@@ -274,7 +276,7 @@ pub fn start_screen_ui(ui: &mut egui::Ui, recent: &[PathBuf], out: &mut Vec<Comm
             out.push(Command::OpenDemo);
         }
         ui.add_space(8.0);
-        ui.weak("or drop a .safetensors file, a model.safetensors.index.json or a folder here");
+        ui.weak("or drop a checkpoint file, a shard index or a folder here");
         if !recent.is_empty() {
             ui.add_space(24.0);
             ui.strong("Recent");

@@ -193,6 +193,14 @@ impl LoadError {
         }
     }
 
+    /// True when a folder was opened that is not one checkpoint: it holds
+    /// none, or several files and no index (a folder of a run's steps, say,
+    /// which opens as a series).
+    pub fn is_folder_of_many(&self) -> bool {
+        matches!(self, LoadError::Io { source, .. }
+            if source.to_string().starts_with(checkpoint::FOLDER_HOLDS))
+    }
+
     /// True when the error says the input is invalid, as opposed to an I/O
     /// failure that says nothing about validity (`validate` exits 1 for the
     /// former, 2 for the latter).

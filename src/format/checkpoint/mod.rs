@@ -7,6 +7,7 @@
 mod gguf_split;
 mod open;
 mod read;
+pub(crate) use open::FOLDER_HOLDS;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -610,7 +610,7 @@ fn resolve_folder(path: &Path) -> Result<Resolved, LoadError> {
     let several = |what: &str, n: usize| {
         io(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
-            format!("the folder holds {n} {what}; open one of them"),
+            format!("{FOLDER_HOLDS} {n} {what}; open one of them"),
         ))
     };
     if indexes.is_empty() && files.is_empty() {
@@ -648,12 +648,18 @@ fn resolve_folder(path: &Path) -> Result<Resolved, LoadError> {
         ([one], _) | ([], [one]) => Ok(Resolved::File(one.clone())),
         ([], []) => Err(io(std::io::Error::new(
             std::io::ErrorKind::NotFound,
-            "the folder holds no checkpoint: no .safetensors file, shard index, NumPy file or pytorch_model.bin",
+            format!(
+                "{FOLDER_HOLDS} no checkpoint: no .safetensors file, shard index, NumPy file or pytorch_model.bin"
+            ),
         ))),
         ([], many) => Err(several(".safetensors files and no shard index", many.len())),
         (many, _) => Err(several("shard indexes", many.len())),
     }
 }
+
+/// How the errors of a folder that is not one checkpoint begin (none, or
+/// several files and no index): [`LoadError::is_folder_of_many`].
+pub(crate) const FOLDER_HOLDS: &str = "the folder holds";
 
 /// The weights file a PyTorch model folder holds, when it is one file.
 const TORCH_WEIGHTS_NAME: &str = "pytorch_model.bin";

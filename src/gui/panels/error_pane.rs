@@ -168,6 +168,17 @@ pub fn error_pane_ui(ui: &mut egui::Ui, err: &LoadError, tab: usize, commands: &
             if ui.button("Close tab").clicked() {
                 commands.push(Command::CloseTab(tab));
             }
+            if err.is_folder_of_many()
+                && ui
+                    .button("Open as a training run")
+                    .on_hover_text(
+                        "Its checkpoints (sub-folders and files) as the steps of one run",
+                    )
+                    .clicked()
+            {
+                commands.push(Command::CloseTab(tab));
+                commands.push(Command::OpenSeries(vec![err.path().to_path_buf()]));
+            }
         });
     });
 }

@@ -78,3 +78,16 @@ fn reload_measures_the_run_again() {
     h.get_by_label("Training run: 5 checkpoints, steps 100 … 500");
     assert!(h.query_by_label("step 600: spike (1 tensor)").is_none());
 }
+
+#[test]
+fn a_run_folder_opened_as_a_file_offers_the_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = trainer_layout(dir.path(), &run());
+    let mut h = harness(State::default(), super::no_dialog());
+    super::open(&mut h, &root);
+    h.get_by_label("This file cannot be opened");
+    h.get_by_label("Open as a training run").click();
+    settle(&mut h);
+    h.get_by_label("Training run: 6 checkpoints, steps 100 … 600");
+    assert!(h.query_by_label("This file cannot be opened").is_none());
+}

@@ -152,6 +152,9 @@ pub fn run(args: &SeriesArgs, out: &mut Output) -> i32 {
     });
     match result {
         Ok(report) => {
+            for note in &report.notes {
+                eprintln!("tensorscope: note: {note}");
+            }
             if args.common.json {
                 out.json(&report);
             } else {

@@ -202,6 +202,10 @@ pub struct SeriesReport {
     pub layers: Vec<LayerSeries>,
     pub roles: Vec<RoleSeries>,
     pub events: Vec<Event>,
+    /// What the user may have meant instead (not in the JSON document):
+    /// a folder taken as one checkpoint that also holds a run's.
+    #[serde(skip)]
+    pub notes: Vec<String>,
 }
 
 impl SeriesReport {
@@ -362,6 +366,7 @@ pub fn measure(
         layers,
         roles,
         events,
+        notes: Vec::new(),
     })
 }
 
@@ -375,5 +380,7 @@ pub fn series(
     if paths.is_empty() {
         return Err(SeriesError::Empty);
     }
-    measure(&discover(paths)?, options, cancel, progress)
+    let mut report = measure(&discover(paths)?, options, cancel, progress)?;
+    report.notes = steps::notes(paths);
+    Ok(report)
 }

@@ -81,6 +81,47 @@ fn holds_model(dir: &Path) -> bool {
         })
 }
 
+/// Notes on how `paths` were read that may not be what was meant: a
+/// folder that is one checkpoint (the Trainer's output folder, holding the
+/// final model) but also holds checkpoint folders, the run itself.
+pub fn notes(paths: &[PathBuf]) -> Vec<String> {
+    let mut out = Vec::new();
+    for dir in paths {
+        if remote::is_remote(&dir.to_string_lossy()) || !dir.is_dir() || !holds_checkpoint(dir) {
+            continue;
+        }
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        let mut inner: Vec<String> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.is_dir() && holds_checkpoint(p))
+            .filter_map(|p| Some(p.file_name()?.to_string_lossy().into_owned()))
+            .collect();
+        if inner.is_empty() {
+            continue;
+        }
+        inner.sort();
+        let mut shown: Vec<String> = inner
+            .iter()
+            .take(3)
+            .map(|n| crate::text::safe_text(n, 60))
+            .collect();
+        if inner.len() > 3 {
+            shown.push("…".to_owned());
+        }
+        let shown = shown.join(", ");
+        out.push(format!(
+            "{} is one checkpoint (it holds a model's weights), but it also holds {} checkpoint folder{} ({shown}): name those to see the run",
+            crate::text::safe_text(&dir.display().to_string(), 200),
+            inner.len(),
+            if inner.len() == 1 { "" } else { "s" },
+        ));
+    }
+    out
+}
+
 /// A checkpoint found, before its step is known.
 #[derive(Debug, Clone)]
 struct Candidate {

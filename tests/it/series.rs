@@ -487,6 +487,35 @@ fn adapter_checkpoints_of_a_fine_tune_are_steps() {
 }
 
 #[test]
+fn an_output_folder_with_its_final_model_is_one_checkpoint_and_says_so() {
+    // The Trainer's output folder after `save_model()`: the final
+    // model.safetensors beside the checkpoint folders. By the rule it is
+    // one checkpoint; a note names the run's folders.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = run();
+    let root = trainer_layout(dir.path(), &run);
+    write(&root, "model.safetensors", &safetensors_bytes(&run[5]));
+    write(&root, "trainer_state.json", b"{\"global_step\": 600}");
+    let (code, out, err) = series_cmd(&[root.as_os_str(), "--json".as_ref()]);
+    assert_eq!(code, 0, "{err}");
+    let doc: Value = serde_json::from_str(&out).expect("one JSON document");
+    assert_eq!(doc["steps"].as_array().map(Vec::len), Some(1));
+    assert!(doc.get("notes").is_none(), "the contract's fields only");
+    assert!(
+        err.contains("note:") && err.contains("6 checkpoint folders (checkpoint-0, checkpoint-1"),
+        "{err}"
+    );
+    // The run's folders themselves: no note.
+    let folders: Vec<PathBuf> = (0..6)
+        .map(|k| root.join(format!("checkpoint-{k}")))
+        .collect();
+    let args: Vec<&std::ffi::OsStr> = folders.iter().map(|p| p.as_os_str()).collect();
+    let (code, _, err) = series_cmd(&args);
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("note:"), "{err}");
+}
+
+#[test]
 fn a_regex_narrows_tensors_layers_and_events() {
     let dir = tempfile::tempdir().expect("tempdir");
     let run = run();

@@ -190,14 +190,26 @@ pub fn run_ui(
     });
 }
 
+/// "1 event", "3 events".
+fn counted(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
 fn header_ui(ui: &mut egui::Ui, run: &RunState, index: usize, out: &mut Vec<Command>) {
     if let Some(r) = run.report() {
         ui.heading(format!("Training run: {}", r.span()));
+        for note in &r.notes {
+            ui.colored_label(ui.visuals().warn_fg_color, note);
+        }
         ui.label(format!(
-            "{} tensors, {} layers, {} events",
-            r.tensors.len(),
-            r.layers.len(),
-            r.events.len()
+            "{}, {}, {}",
+            counted(r.tensors.len(), "tensor"),
+            counted(r.layers.len(), "layer"),
+            counted(r.events.len(), "event")
         ));
     } else {
         ui.heading("Training run");
@@ -277,11 +289,15 @@ fn strip_ui(
         .clamp(CELL_WIDTH.0, CELL_WIDTH.1);
     ui.horizontal(|ui| {
         ui.add_space(LABEL_WIDTH);
-        ui.label(format!(
-            "steps {} … {} (a column each)",
-            report.steps[0].step,
-            report.steps[steps - 1].step
-        ));
+        ui.label(if steps == 1 {
+            format!("step {}", report.steps[0].step)
+        } else {
+            format!(
+                "steps {} … {} (a column each)",
+                report.steps[0].step,
+                report.steps[steps - 1].step
+            )
+        });
     });
     egui::ScrollArea::both()
         .auto_shrink([false, false])

@@ -160,6 +160,16 @@ pub fn series_cmd(args: &[&std::ffi::OsStr]) -> (i32, String, String) {
     )
 }
 
+/// The document's steps, in its order.
+fn steps_of(doc: &Value) -> Vec<u64> {
+    doc["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .map(|s| s["step"].as_u64().expect("step"))
+        .collect()
+}
+
 /// `series --json PATHS...`, which must succeed.
 fn series_json(paths: &[&Path], extra: &[&str]) -> Value {
     let mut args: Vec<&std::ffi::OsStr> = vec!["--json".as_ref()];
@@ -293,12 +303,7 @@ fn a_trainer_run_gives_every_figure_and_event() {
     let run = run();
     let root = trainer_layout(dir.path(), &run);
     let doc = series_json(&[&root], &[]);
-    let steps: Vec<u64> = doc["steps"]
-        .as_array()
-        .expect("steps")
-        .iter()
-        .map(|s| s["step"].as_u64().expect("step"))
-        .collect();
+    let steps = steps_of(&doc);
     assert_eq!(steps, [100, 200, 300, 400, 500, 600]);
     assert!(
         doc["steps"][0]["path"]
@@ -414,12 +419,7 @@ fn lightning_files_and_a_mixed_folder_are_steps() {
         write(&root, &name, &torch_bytes(ck));
     }
     let doc = series_json(&[&root], &[]);
-    let steps: Vec<u64> = doc["steps"]
-        .as_array()
-        .expect("steps")
-        .iter()
-        .map(|s| s["step"].as_u64().expect("step"))
-        .collect();
+    let steps = steps_of(&doc);
     assert_eq!(steps, [50, 100, 150, 200, 250, 300]);
     check_figures(&doc, &run);
     // PyTorch and safetensors in one folder, by the last number in the
@@ -469,12 +469,7 @@ fn adapter_checkpoints_of_a_fine_tune_are_steps() {
         );
     }
     let doc = series_json(&[&root], &[]);
-    let steps: Vec<u64> = doc["steps"]
-        .as_array()
-        .expect("steps")
-        .iter()
-        .map(|s| s["step"].as_u64().expect("step"))
-        .collect();
+    let steps = steps_of(&doc);
     assert_eq!(steps, [7, 14, 21, 28, 35, 42]);
     assert!(
         doc["steps"][1]["path"]

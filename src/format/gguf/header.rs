@@ -219,6 +219,19 @@ struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
+    /// A reader of `bytes` (of a file `file_len` bytes long) from byte
+    /// `at`, nothing kept or owed yet.
+    fn new(bytes: &'a [u8], file_len: u64, at: u64) -> Self {
+        Reader {
+            bytes,
+            file_len,
+            pos: usize::try_from(at).unwrap_or(usize::MAX).min(bytes.len()),
+            kept: 0,
+            kept_bytes: 0,
+            owed: 0,
+        }
+    }
+
     /// Bytes at hand after the position.
     fn left(&self) -> u64 {
         (self.bytes.len() - self.pos) as u64
@@ -382,14 +395,7 @@ pub fn elements(
     from: u64,
     count: u64,
 ) -> Result<Vec<Value>, GgufError> {
-    let mut r = Reader {
-        bytes,
-        file_len: bytes.len() as u64,
-        pos: usize::try_from(at).unwrap_or(usize::MAX).min(bytes.len()),
-        kept: 0,
-        kept_bytes: 0,
-        owed: 0,
-    };
+    let mut r = Reader::new(bytes, bytes.len() as u64, at);
     let min = elem.min_bytes();
     let end = from.saturating_add(count).min(len);
     // A fixed-size element is found by arithmetic, not by reading past.
@@ -413,14 +419,7 @@ pub fn page(
     at: u64,
     count: u64,
 ) -> Result<(Vec<Value>, u64), GgufError> {
-    let mut r = Reader {
-        bytes,
-        file_len: bytes.len() as u64,
-        pos: usize::try_from(at).unwrap_or(usize::MAX).min(bytes.len()),
-        kept: 0,
-        kept_bytes: 0,
-        owed: 0,
-    };
+    let mut r = Reader::new(bytes, bytes.len() as u64, at);
     let mut out = Vec::with_capacity(usize::try_from(count).unwrap_or(0).min(4096));
     for _ in 0..count {
         out.push(r.value(elem, 1, true)?);
@@ -450,14 +449,7 @@ pub fn parse_prefix(bytes: &[u8], file_len: u64) -> Result<GgufHeader, GgufError
             String::from_utf8_lossy(&bytes[..bytes.len().min(4)])
         )));
     }
-    let mut r = Reader {
-        bytes,
-        file_len,
-        pos: 4,
-        kept: 0,
-        kept_bytes: 0,
-        owed: 0,
-    };
+    let mut r = Reader::new(bytes, file_len, 4);
     let version = r.u32("the version")?;
     if version != 2 && version != 3 {
         return Err(GgufError::Version(version));

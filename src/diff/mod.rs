@@ -21,6 +21,7 @@ mod dequant;
 mod detail;
 mod matching;
 mod values;
+pub(crate) use values::bytes_equal;
 
 pub(crate) use dequant::items;
 pub(crate) use detail::Reader;

@@ -189,7 +189,7 @@ fn compare_values(
 }
 
 /// Compares byte ranges in chunks, checking cancellation.
-fn bytes_equal(
+pub(crate) fn bytes_equal(
     a: &[u8],
     b: &[u8],
     cancel: &CancelToken,

@@ -6,9 +6,9 @@
 //! are the older side's.
 
 use super::SeriesError;
-use crate::diff::{DiffOptions, Reader, Source};
+use crate::diff::{DiffOptions, Reader, Source, bytes_equal};
 use crate::format::{Checkpoint, TensorRef};
-use crate::jobs::{CancelToken, Progress};
+use crate::jobs::{CancelToken, Cancelled, Progress};
 use crate::quant::Dequantizer;
 use crate::stats::moments::{Moments, Sum};
 
@@ -235,20 +235,28 @@ pub fn single(
 }
 
 /// True when both items are stored alike (one dtype, shape and stored
-/// bytes, part by part).
-fn same_bytes(a: &Checkpoint, sa: Source<'_>, b: &Checkpoint, sb: Source<'_>) -> bool {
+/// bytes, part by part), compared in chunks that check `cancel` (the
+/// caller counts the progress).
+fn same_bytes(
+    (a, sa): (&Checkpoint, Source<'_>),
+    (b, sb): (&Checkpoint, Source<'_>),
+    cancel: &CancelToken,
+) -> Result<bool, Cancelled> {
     let (pa, pb) = (parts(a, sa), parts(b, sb));
-    pa.len() == pb.len()
-        && !pa.is_empty()
-        && pa
-            .iter()
-            .zip(&pb)
-            .all(|(&x, &y)| match (a.info(x), b.info(y)) {
-                (Some(ix), Some(iy)) => {
-                    ix.dtype() == iy.dtype() && ix.shape() == iy.shape() && a.bytes(x) == b.bytes(y)
-                }
-                _ => false,
-            })
+    if pa.len() != pb.len() || pa.is_empty() {
+        return Ok(false);
+    }
+    let uncounted = Progress::new();
+    for (&x, &y) in pa.iter().zip(&pb) {
+        let alike = match (a.info(x), b.info(y)) {
+            (Some(ix), Some(iy)) => ix.dtype() == iy.dtype() && ix.shape() == iy.shape(),
+            _ => false,
+        };
+        if !alike || !bytes_equal(a.bytes(x), b.bytes(y), cancel, &uncounted)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// The newer side's figures and the pair's, of an item at two consecutive
@@ -269,7 +277,7 @@ pub fn pair(
         return Ok(None);
     }
     let norm_a = older.l2_norm;
-    if same_bytes(a, sa, b, sb) {
+    if same_bytes((a, sa), (b, sb), cancel)? {
         progress.add((ra.numel() * (ra.bits + rb.bits)).div_ceil(8));
         let clean = older.nonfinite == 0;
         let update = clean.then_some(0.0);

@@ -22,7 +22,6 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::{Duration, Instant};
 
 use tensorscope::Dtype;
 use tensorscope::format::Checkpoint;
@@ -30,6 +29,10 @@ use tensorscope::format::write::{sources_of, write_file};
 use tensorscope::jobs::{CancelToken, Progress};
 use tensorscope::quant::{self, Dequantizer};
 use tensorscope::stats::{StatsOptions, logical_stats};
+
+#[allow(dead_code, reason = "each benchmark uses part of what they share")]
+mod common;
+use common::{best_of, pool};
 
 const K: u64 = 4096;
 
@@ -304,24 +307,6 @@ fn write_case(dir: &Path, case: &Case) -> std::path::PathBuf {
     )
     .expect("write");
     path
-}
-
-fn best_of(runs: usize, mut f: impl FnMut()) -> Duration {
-    (0..runs.max(1))
-        .map(|_| {
-            let t = Instant::now();
-            f();
-            t.elapsed()
-        })
-        .min()
-        .unwrap_or_default()
-}
-
-fn pool(threads: usize) -> rayon::ThreadPool {
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .expect("pool")
 }
 
 fn decode_all(dq: &Dequantizer<'_>) -> f32 {

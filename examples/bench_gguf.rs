@@ -46,6 +46,10 @@ use tensorscope::jobs::{CancelToken, Progress};
 use tensorscope::quant::{self, Dequantizer};
 use tensorscope::stats::{Detail, StatsOptions, scan_dequant_each};
 
+#[allow(dead_code, reason = "each benchmark uses part of what they share")]
+mod common;
+use common::{best_of_pools, pool, sum_mapped};
+
 /// Q4_K: 256 elements in 144 bytes.
 const Q4_K: (u32, u64, u64) = (12, 256, 144);
 /// Rows and columns of each weight of the big file.
@@ -272,64 +276,6 @@ fn write_vocab(path: &Path) {
     w.flush().expect("flush");
 }
 
-fn pool(threads: usize) -> rayon::ThreadPool {
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .expect("thread pool")
-}
-
-/// The best times of `f` on the pools `one` and `two` over `runs` runs,
-/// the two taken in turn (a shared machine's slow spells then fall on both
-/// figures of a speed-up alike).
-fn best_of(
-    runs: usize,
-    one: &rayon::ThreadPool,
-    two: &rayon::ThreadPool,
-    f: impl Fn() + Sync,
-) -> (Duration, Duration) {
-    let time = |pool: &rayon::ThreadPool| {
-        pool.install(|| {
-            let t = Instant::now();
-            f();
-            t.elapsed()
-        })
-    };
-    let mut best = (Duration::MAX, Duration::MAX);
-    for _ in 0..runs.max(1) {
-        best.0 = best.0.min(time(one));
-        best.1 = best.1.min(time(two));
-    }
-    best
-}
-
-/// Plain sum of the mapped tensor bytes as u64 words, in parallel chunks.
-fn sum_mapped(ck: &Checkpoint) -> u64 {
-    use rayon::prelude::*;
-    ck.tensors()
-        .par_iter()
-        .map(|t| {
-            ck.bytes(*t)
-                .par_chunks(8 << 20)
-                .map(|c| {
-                    let (words, _) = c.as_chunks::<8>();
-                    let (groups, rest) = words.as_chunks::<8>();
-                    let mut acc = [0u64; 8];
-                    for g in groups {
-                        for j in 0..8 {
-                            acc[j] = acc[j].wrapping_add(u64::from_le_bytes(g[j]));
-                        }
-                    }
-                    rest.iter().fold(
-                        acc.iter().fold(0, |a: u64, &b| a.wrapping_add(b)),
-                        |a, w| a.wrapping_add(u64::from_le_bytes(*w)),
-                    )
-                })
-                .reduce(|| 0, u64::wrapping_add)
-        })
-        .reduce(|| 0, u64::wrapping_add)
-}
-
 /// Every element of every logical tensor through `Dequantizer::values`.
 fn decode_all(ck: &Checkpoint, q: &quant::Quantization) -> f32 {
     use rayon::prelude::*;
@@ -445,11 +391,11 @@ fn main() {
     let (one, two) = (pool(1), pool(2));
     let gbs = |d: Duration| bytes as f64 / d.as_secs_f64() / 1e9;
     let mut rows: Vec<(&str, Duration, Duration)> = Vec::new();
-    let (s1, s2) = best_of(a.runs, &one, &two, || {
+    let (s1, s2) = best_of_pools(a.runs, &one, &two, || {
         std::hint::black_box(sum_mapped(&ck));
     });
     rows.push(("memory read (sum of the mapped bytes)", s1, s2));
-    let (d1, d2) = best_of(a.runs, &one, &two, || {
+    let (d1, d2) = best_of_pools(a.runs, &one, &two, || {
         std::hint::black_box(decode_all(&ck, &q));
     });
     rows.push(("decode (Dequantizer::values)", d1, d2));
@@ -457,10 +403,10 @@ fn main() {
         detail: Detail::MomentsOnly,
         ..StatsOptions::default()
     };
-    let (m1, m2) = best_of(a.runs, &one, &two, || run_stats(&ck, &q, &moments));
+    let (m1, m2) = best_of_pools(a.runs, &one, &two, || run_stats(&ck, &q, &moments));
     rows.push(("stats --moments", m1, m2));
     let full = StatsOptions::default();
-    let (f1, f2) = best_of(a.runs, &one, &two, || run_stats(&ck, &q, &full));
+    let (f1, f2) = best_of_pools(a.runs, &one, &two, || run_stats(&ck, &q, &full));
     rows.push(("stats (default: exact quantiles, codes, scales)", f1, f2));
 
     println!(

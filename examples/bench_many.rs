@@ -23,6 +23,10 @@ use tensorscope::format::Checkpoint;
 use tensorscope::jobs::{CancelToken, Progress};
 use tensorscope::stats::{StatsOptions, scan_each};
 
+#[allow(dead_code, reason = "each benchmark uses part of what they share")]
+mod common;
+use common::best_of;
+
 fn write_file(path: &Path, n: usize) {
     let mut header = String::from("{");
     for i in 0..n {
@@ -48,17 +52,6 @@ fn write_file(path: &Path, n: usize) {
         bytes.extend((-1f32).to_le_bytes());
     }
     std::fs::write(path, bytes).expect("write the bench file");
-}
-
-fn best_of(runs: usize, mut f: impl FnMut()) -> Duration {
-    (0..runs)
-        .map(|_| {
-            let t = Instant::now();
-            f();
-            t.elapsed()
-        })
-        .min()
-        .unwrap_or_default()
 }
 
 /// Runs the CLI, output to /dev/null: wall time and peak resident memory

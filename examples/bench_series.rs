@@ -26,12 +26,16 @@
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tensorscope::format::Checkpoint;
 use tensorscope::jobs::{CancelToken, Progress};
 use tensorscope::series::{SeriesOptions, series};
 use tensorscope::stats::{StatsOptions, scan};
+
+#[allow(dead_code, reason = "each benchmark uses part of what they share")]
+mod common;
+use common::{best_of, sum_mapped};
 
 const ROWS: usize = 1024;
 const COLS: usize = 4096;
@@ -148,30 +152,6 @@ fn write_run(root: &Path, a: &Args) -> Vec<PathBuf> {
     files
 }
 
-fn sum_mapped(files: &[Checkpoint]) -> u64 {
-    files
-        .iter()
-        .flat_map(|ck| ck.tensors().iter().map(move |&t| ck.bytes(t)))
-        .map(|b| {
-            let (words, _) = b.as_chunks::<8>();
-            words
-                .iter()
-                .fold(0u64, |s, w| s.wrapping_add(u64::from_le_bytes(*w)))
-        })
-        .fold(0, u64::wrapping_add)
-}
-
-fn best_of(runs: usize, mut f: impl FnMut()) -> Duration {
-    (0..runs)
-        .map(|_| {
-            let t = Instant::now();
-            f();
-            t.elapsed()
-        })
-        .min()
-        .unwrap_or_default()
-}
-
 fn main() {
     let a = args();
     let holder = tempfile::tempdir().expect("a temporary folder");
@@ -187,9 +167,9 @@ fn main() {
         .map(|f| Checkpoint::open(f).expect("opens"))
         .collect();
     let bytes: u64 = cks.iter().map(Checkpoint::data_bytes).sum();
-    std::hint::black_box(sum_mapped(&cks));
+    std::hint::black_box(cks.iter().map(sum_mapped).fold(0, u64::wrapping_add));
     let read = best_of(a.runs, || {
-        std::hint::black_box(sum_mapped(&cks));
+        std::hint::black_box(cks.iter().map(sum_mapped).fold(0, u64::wrapping_add));
     });
     let options = StatsOptions::default();
     let stats = best_of(a.runs, || {

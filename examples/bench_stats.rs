@@ -30,12 +30,16 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tensorscope::Dtype;
 use tensorscope::format::Checkpoint;
 use tensorscope::jobs::{CancelToken, Progress};
 use tensorscope::stats::{Detail, QuantileMode, StatsOptions, scan};
+
+#[allow(dead_code, reason = "each benchmark uses part of what they share")]
+mod common;
+use common::{best_of_pools, pool, sum_mapped};
 
 const DTYPES: [Dtype; 6] = [
     Dtype::F32,
@@ -221,65 +225,6 @@ fn make_file(path: &Path, dtype: Dtype, total: u64) -> u64 {
     per_tensor * TENSORS
 }
 
-fn pool(threads: usize) -> rayon::ThreadPool {
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .expect("thread pool")
-}
-
-/// Plain sum of the mapped tensor bytes as u64 words, in parallel chunks.
-fn sum_mapped(ck: &Checkpoint) -> u64 {
-    use rayon::prelude::*;
-    ck.tensors()
-        .par_iter()
-        .map(|t| {
-            ck.bytes(*t)
-                .par_chunks(8 << 20)
-                .map(|c| {
-                    let (words, _) = c.as_chunks::<8>();
-                    let mut acc = [0u64; 8];
-                    let (groups, rest) = words.as_chunks::<8>();
-                    for g in groups {
-                        for j in 0..8 {
-                            acc[j] = acc[j].wrapping_add(u64::from_le_bytes(g[j]));
-                        }
-                    }
-                    let mut s = acc.iter().fold(0u64, |a, &b| a.wrapping_add(b));
-                    for w in rest {
-                        s = s.wrapping_add(u64::from_le_bytes(*w));
-                    }
-                    s
-                })
-                .reduce(|| 0, u64::wrapping_add)
-        })
-        .reduce(|| 0, u64::wrapping_add)
-}
-
-/// The best times of `f` on the pools `one` and `all` over `runs` runs,
-/// the two taken in turn: a shared machine's slow spells then fall on both
-/// figures of a speed-up alike, not on all the runs of one of them.
-fn best_of(
-    runs: usize,
-    one: &rayon::ThreadPool,
-    all: &rayon::ThreadPool,
-    f: impl Fn() + Sync,
-) -> (Duration, Duration) {
-    let time = |pool: &rayon::ThreadPool| {
-        pool.install(|| {
-            let t = Instant::now();
-            f();
-            t.elapsed()
-        })
-    };
-    let mut best = (Duration::MAX, Duration::MAX);
-    for _ in 0..runs.max(1) {
-        best.0 = best.0.min(time(one));
-        best.1 = best.1.min(time(all));
-    }
-    best
-}
-
 fn run_scan(ck: &Checkpoint, options: &StatsOptions) {
     let report = scan(
         ck,
@@ -445,7 +390,7 @@ fn main() {
         std::hint::black_box(sum_mapped(&ck));
         let one = pool(1);
         let all = pool(threads);
-        let (s1, sa) = best_of(args.runs, &one, &all, || {
+        let (s1, sa) = best_of_pools(args.runs, &one, &all, || {
             _ = std::hint::black_box(sum_mapped(&ck));
         });
         sums.push((dtype, gbs(s1), gbs(sa)));
@@ -457,7 +402,7 @@ fn main() {
             (1, "stats + histograms", &histogram),
             (2, "full scan (exact quantiles)", &exact),
         ] {
-            let (t1, ta) = best_of(args.runs, &one, &all, || run_scan(&ck, options));
+            let (t1, ta) = best_of_pools(args.runs, &one, &all, || run_scan(&ck, options));
             match run {
                 1 => histogram_all = ta,
                 2 => exact_all = ta,

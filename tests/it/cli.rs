@@ -6,7 +6,8 @@ use std::process::{Command, Stdio};
 
 use crate::fixtures::{small_model, with_header, write};
 
-fn run(args: &[&std::ffi::OsStr]) -> (i32, String, String) {
+/// `tensorscope ARGS...`: exit code, stdout, stderr.
+pub fn run(args: &[&std::ffi::OsStr]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_tensorscope"))
         .args(args)
         .output()

@@ -8,7 +8,6 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use safetensors::Dtype as RefDtype;
 use serde_json::Value;
@@ -147,17 +146,11 @@ pub fn run() -> Vec<Checkpoint> {
         .collect()
 }
 
-pub fn series_cmd(args: &[&std::ffi::OsStr]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tensorscope"))
-        .arg("series")
-        .args(args)
-        .output()
-        .expect("run tensorscope");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+/// `tensorscope series ARGS...`: exit code, stdout, stderr.
+fn series_cmd(args: &[&std::ffi::OsStr]) -> (i32, String, String) {
+    let mut all: Vec<&std::ffi::OsStr> = vec!["series".as_ref()];
+    all.extend_from_slice(args);
+    crate::cli::run(&all)
 }
 
 /// The document's steps, in its order.

@@ -21,6 +21,8 @@
 mod bnb;
 mod counts;
 mod ct;
+#[cfg(test)]
+pub(crate) use gguf::tests::file as gguf_test_file;
 mod gguf;
 mod gptq;
 mod luts;
@@ -41,7 +43,7 @@ use out::Out;
 use read::{column_stream, scalar, word};
 
 pub use counts::Counts;
-pub use gguf::{Keep, NibbleCounts, PAIR_BATCH};
+pub use gguf::{BlockPairs, Keep, NibbleCounts, PAIR_BATCH, PairKernels, Q4_K_PAIRS, q4_k_pairs};
 #[cfg(test)]
 pub(crate) use round::code16;
 

@@ -36,7 +36,12 @@ use std::path::PathBuf;
 pub use config::{ConfigProblem, QuantConfig};
 #[cfg(test)]
 pub(crate) use decode::code16;
-pub use decode::{Counts, Dequantizer, Keep, NibbleCounts, PAIR_BATCH};
+#[cfg(test)]
+pub(crate) use decode::gguf_test_file;
+pub use decode::{
+    BlockPairs, Counts, Dequantizer, Keep, NibbleCounts, PAIR_BATCH, PairKernels, Q4_K_PAIRS,
+    q4_k_pairs,
+};
 pub(crate) use detect::Layout;
 
 use crate::dtype::Dtype;

@@ -13,6 +13,9 @@ use std::ops::Range;
 mod exact;
 mod views;
 
+#[cfg(test)]
+pub(crate) use exact::SMALL;
+
 pub(crate) use views::{C64Abs, C64Part, F32View, F64View, FloatLane, HalfView, View};
 
 use super::bins::FloatBins;
@@ -78,7 +81,7 @@ fn summarize_range<V: View>(view: &V, range: Range<u64>, acc: &mut Pass1Totals) 
     // Runs of few values (GGUF's table types): each value once, with its
     // count.
     let tiny = tiny_bits(view.smallest_normal());
-    if view.pairs(range.clone(), None, &mut |vals, counts| {
+    if view.pairs(range.clone(), None, true, &mut |vals, counts| {
         let (sp, m) = pairs_block(vals, counts, tiny);
         acc.specials.merge(&sp);
         acc.moments.merge(&m);
@@ -145,7 +148,7 @@ fn histogram_counts<V: View>(view: &V, range: Range<u64>, bins: &FloatBins, acc:
 /// The finite values of `range` beyond 6σ.
 fn count_beyond<V: View>(view: &V, range: Range<u64>, sigma: Sigma6) -> u64 {
     let mut n = 0u64;
-    if view.pairs(range.clone(), None, &mut |vals, counts| {
+    if view.pairs(range.clone(), None, false, &mut |vals, counts| {
         for (v, c) in vals.iter().zip(counts) {
             let v = f64::from(*v);
             if sigma.beyond(v) && v.abs() < f64::INFINITY {

@@ -9,19 +9,59 @@
 //! with the tensor.
 
 use std::ops::Range;
+use std::sync::Mutex;
 
 use serde::Serialize;
 
 use super::float::{self, View};
-use super::simd::nibble_counts;
+use super::simd::pair_kernels;
 use super::{CHUNK_BYTES, Histogram, StatsError, StatsOptions, TensorStats, par_chunks, stats_of};
 use crate::dtype::Dtype;
 use crate::format::{Checkpoint, TensorInfo};
 use crate::jobs::{CancelToken, Progress};
 use crate::quant::{Counts, Dequantizer, Keep, LogicalTensor};
 
-/// The decoded values of a logical tensor, as the float passes read them.
-struct DequantView<'a>(&'a Dequantizer<'a>);
+/// The decoded values of a logical tensor, as the float passes read them;
+/// the codes of the elements its pairs gave (by code less the low end of
+/// [`Dequantizer::code_range`]), counted in the pass that asked for them.
+struct DequantView<'a> {
+    dq: &'a Dequantizer<'a>,
+    codes: Mutex<Vec<u64>>,
+}
+
+impl<'a> DequantView<'a> {
+    fn new(dq: &'a Dequantizer<'a>) -> Self {
+        Self {
+            dq,
+            codes: Mutex::new(vec![0; code_width(dq)]),
+        }
+    }
+
+    /// The codes the passes counted, when they counted every element's
+    /// (a pass over the pairs of the whole tensor).
+    fn counted_codes(self) -> Option<CodeCounts> {
+        let counts = self.codes.into_inner().ok()?;
+        (counts.iter().sum::<u64>() == self.dq.len() && self.dq.has_codes())
+            .then(|| code_histogram(self.dq, counts))
+    }
+}
+
+/// Codes a logical tensor's elements can have.
+fn code_width(dq: &Dequantizer<'_>) -> usize {
+    let (lo, hi) = dq.code_range();
+    usize::try_from(i64::from(hi) - i64::from(lo) + 1).unwrap_or(1)
+}
+
+/// The histogram of a logical tensor's codes, from its counts by code
+/// less the low end of [`Dequantizer::code_range`].
+fn code_histogram(dq: &Dequantizer<'_>, counts: Vec<u64>) -> CodeCounts {
+    let (lo, hi) = dq.code_range();
+    CodeCounts {
+        values: (i64::from(lo)..=i64::from(hi)).collect(),
+        counts,
+        code_values: dq.code_values(),
+    }
+}
 
 /// The smallest normal of the dtype a logical tensor's values are in (its
 /// subnormals are counted as that dtype's).
@@ -32,25 +72,40 @@ fn value_normal(dq: &Dequantizer<'_>) -> f64 {
 impl View for DequantView<'_> {
     type T = f32;
     fn len(&self) -> u64 {
-        self.0.len()
+        self.dq.len()
     }
     fn element_bytes(&self) -> u64 {
         4
     }
     fn decode(&self, first: u64, out: &mut [f32]) -> usize {
-        self.0.values(first, out)
+        self.dq.values(first, out)
     }
     fn smallest_normal(&self) -> f64 {
-        value_normal(self.0)
+        value_normal(self.dq)
     }
     fn pairs(
         &self,
         range: Range<u64>,
         keep: Option<Keep<'_>>,
+        codes: bool,
         f: &mut dyn FnMut(&[f32], &[u32]),
     ) -> bool {
-        self.0
-            .value_pairs(range.start, range.end - range.start, keep, nibble_counts, f)
+        let (first, len) = (range.start, range.end - range.start);
+        if !codes || !self.dq.has_codes() {
+            return self
+                .dq
+                .value_pairs(first, len, keep, &pair_kernels(), None, f);
+        }
+        let mut mine = vec![0u64; code_width(self.dq)];
+        let paired = self
+            .dq
+            .value_pairs(first, len, keep, &pair_kernels(), Some(&mut mine), f);
+        if let Ok(mut all) = self.codes.lock() {
+            for (x, y) in all.iter_mut().zip(mine) {
+                *x += y;
+            }
+        }
+        paired
     }
 }
 
@@ -159,19 +214,22 @@ pub fn logical_stats(
     // Values that are all of a 16-bit dtype (the library's F16 or BF16,
     // or F32 values that happen to be, as every MX format's) are counted by
     // code in one pass, codes beside them; every figure follows exactly.
-    let (values, codes) = match count16(&dq, cancel, progress)? {
-        Some((dtype, dense, codes)) => (
+    let (values, codes) = if let Some((dtype, dense, codes)) = count16(&dq, cancel, progress)? {
+        (
             super::codes::stats_from_counts(dtype, &dense, options),
             codes,
-        ),
-        None => (
-            float::stats(&DequantView(&dq), options, cancel, progress)?.with_ratio(),
-            if dq.has_codes() {
-                code_counts(&dq, cancel, progress)?
-            } else {
-                CodeCounts::none()
-            },
-        ),
+        )
+    } else {
+        let view = DequantView::new(&dq);
+        let values = float::stats(&view, options, cancel, progress)?.with_ratio();
+        // The codes the float passes counted beside the values (GGUF's
+        // table types), else a pass of their own.
+        let codes = match view.counted_codes() {
+            Some(codes) => codes,
+            None if dq.has_codes() => code_counts(&dq, cancel, progress)?,
+            None => CodeCounts::none(),
+        };
+        (values, codes)
     };
     let codes = if dq.has_codes() {
         codes
@@ -317,8 +375,8 @@ fn code_counts(
     cancel: &CancelToken,
     progress: &Progress,
 ) -> Result<CodeCounts, StatsError> {
-    let (lo, hi) = dq.code_range();
-    let width = usize::try_from(i64::from(hi) - i64::from(lo) + 1).unwrap_or(1);
+    let (lo, _) = dq.code_range();
+    let width = code_width(dq);
     let chunk = (CHUNK_BYTES / 4).max(1);
     let counts = par_chunks(
         dq.len(),
@@ -359,12 +417,7 @@ fn code_counts(
             a
         },
     )?;
-    let code_values = dq.code_values();
-    Ok(CodeCounts {
-        values: (i64::from(lo)..=i64::from(hi)).collect(),
-        counts,
-        code_values,
-    })
+    Ok(code_histogram(dq, counts))
 }
 
 /// The distribution of the scales, read as their dtype (U8 E8M0 scales as
@@ -602,8 +655,44 @@ pub fn scan_dequant_each(
 
 #[cfg(test)]
 mod tests {
+    use super::{CodeCounts, DequantView, code_counts, float};
     use crate::dtype::Dtype;
-    use crate::quant::code16;
+    use crate::format::Checkpoint;
+    use crate::jobs::{CancelToken, Progress};
+    use crate::quant::{Dequantizer, code16, detect, gguf_test_file};
+    use crate::stats::float::SMALL;
+    use crate::stats::{Detail, StatsOptions};
+
+    /// GGUF's table types above the size that is sorted: the codes the
+    /// float passes count beside the pairs (the full scan's first pass, or
+    /// the moments' one) are those a pass of their own counts, and the
+    /// passes that see elements more than once or only some of them count
+    /// none.
+    #[test]
+    fn table_types_count_their_codes_in_the_first_pass() {
+        let ids = [2, 3, 10, 12, 20, 23, 35, 39, 40];
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("big.gguf");
+        std::fs::write(&path, gguf_test_file(&ids, 600)).expect("write");
+        let ck = Checkpoint::open(&path).expect("opens");
+        let q = detect(&ck).expect("logical tensors");
+        let (cancel, progress) = (CancelToken::new(), Progress::new());
+        for lt in q.tensors() {
+            let dq = Dequantizer::new(&ck, lt).expect("decoded");
+            assert!(dq.len() > SMALL, "{}", lt.name());
+            let alone = code_counts(&dq, &cancel, &progress).expect("counted");
+            for detail in [Detail::Full, Detail::MomentsOnly, Detail::Outliers] {
+                let options = StatsOptions {
+                    detail,
+                    ..StatsOptions::default()
+                };
+                let view = DequantView::new(&dq);
+                float::stats(&view, &options, &cancel, &progress).expect("stats");
+                let counted: Option<CodeCounts> = view.counted_codes();
+                assert_eq!(counted.as_ref(), Some(&alone), "{} {detail:?}", lt.name());
+            }
+        }
+    }
 
     #[test]
     fn sixteen_bit_codes_are_exact_or_refused() {

@@ -337,6 +337,6 @@ impl Dequantizer<'_> {
 
 mod pairs;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
-pub use pairs::{Keep, NibbleCounts, PAIR_BATCH};
+pub use pairs::{BlockPairs, Keep, NibbleCounts, PAIR_BATCH, PairKernels, Q4_K_PAIRS, q4_k_pairs};

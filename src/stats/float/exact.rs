@@ -50,8 +50,8 @@ use crate::stats::kernel::{
 use crate::stats::refine::{KeySource, Target, refine};
 use crate::stats::report::Sigma6;
 use crate::stats::simd::{
-    block_and_prefixes_f32, block_and_prefixes_f64, count_pair_prefixes, count_prefixes,
-    for_each_marked, for_each_marked_f32, for_each_marked_f64, marked_codes, pairs_block,
+    block_and_prefixes_f32, block_and_prefixes_f64, count_prefixes, for_each_marked,
+    for_each_marked_f32, for_each_marked_f64, marked_tables, pairs_block_counting,
 };
 use crate::stats::{
     Histogram, QuantileMode, Quantiles, Scalar, StatsOptions, ValueStats, empty_histogram,
@@ -122,11 +122,11 @@ pub(crate) fn stats<V: View>(
             let mut idx = [0u32; PART];
             // Runs of few values: each value once, with its count.
             let paired = V::T::KEY_BITS == 32
-                && view.pairs(range.clone(), None, &mut |vals, counts| {
-                    let (sp, m) = pairs_block(vals, counts, tiny_bits(tiny));
+                && view.pairs(range.clone(), None, true, &mut |vals, counts| {
+                    let (sp, m) =
+                        pairs_block_counting(vals, counts, tiny_bits(tiny), &mut idx, &mut table);
                     acc.specials.merge(&sp);
                     acc.moments.merge(&m);
-                    count_pair_prefixes(vals, counts, &mut idx, &mut table);
                 });
             if paired {
             } else if let Some((Wide::F32, raw)) = view.raw(range.clone()) {
@@ -347,11 +347,13 @@ pub(crate) fn stats<V: View>(
             // Runs of few values: only the runs whose table holds a value
             // of a marked bucket are counted, each such value's key handed
             // on once per element.
-            let keep = |t: &[f32]| marked_codes(t, marks);
+            let keep = |t: &[f32], masks: &mut [u16]| {
+                marked_tables(t, marks, masks);
+            };
             let mut repeated: Vec<u64> = Vec::new();
             let paired = !bin_all
                 && V::T::KEY_BITS == 32
-                && view.pairs(range.clone(), Some(&keep), &mut |vals, counts| {
+                && view.pairs(range.clone(), Some(&keep), false, &mut |vals, counts| {
                     repeated.clear();
                     for (&v, &c) in vals.iter().zip(counts) {
                         if c > 0 && is_marked(marks, v.prefix()) {

@@ -128,15 +128,19 @@ pub(crate) trait View: Sync {
     /// when the view's values come in runs of few values under one scale
     /// (GGUF's table types, [`crate::quant::Dequantizer::value_pairs`]):
     /// the passes then handle a value once per run, not once per element.
-    /// `keep` picks the values of a run's table that are wanted. False when
-    /// the view has no pairs (the passes decode it instead).
+    /// `keep` picks the values of a run's table that are wanted. With
+    /// `codes` (and no `keep`), the view also counts the elements' codes
+    /// where it has any (a pass that sees each element once asks for
+    /// them: the first pass, or the moments). False when the view has no
+    /// pairs (the passes decode it instead).
     fn pairs(
         &self,
         range: Range<u64>,
         keep: Option<Keep<'_>>,
+        codes: bool,
         f: &mut dyn FnMut(&[f32], &[u32]),
     ) -> bool {
-        let _ = (range, keep, f);
+        let _ = (range, keep, codes, f);
         false
     }
     /// The elements `range` in place, when the view's bytes are already

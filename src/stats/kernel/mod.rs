@@ -185,6 +185,9 @@ pub(crate) use prefix::{
     BLOOM_BITS, BUCKETS, Hits, Keyed, MARK_WORDS, PART, PREFIX_BITS, Prefilter, Prefilter64, Tally,
     count_prefixes, for_each_marked, for_each_marked_f32, key32, marked,
 };
+#[cfg(test)]
+pub(crate) use weighted::count_pair_prefixes;
 pub(crate) use weighted::{
-    PairLanes, PairScan, count_pair_prefixes, marked_codes, nibble_counts, pairs_block, scan_pairs,
+    PairLanes, PairScan, PairScanCount, marked_codes, nibble_counts, pairs_block,
+    pairs_block_counting, scan_count_pairs, scan_pairs,
 };

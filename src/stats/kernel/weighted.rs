@@ -108,19 +108,55 @@ pub(crate) fn pairs_block(
     tiny_bits: u32,
     scan: PairScan,
 ) -> (Specials, Moments) {
+    pairs_block_with(vals, counts, tiny_bits, scan, |v, c, x0| {
+        let whole = v.len() / 8 * 8;
+        x0.map(|x0| scan(&v[..whole], &c[..whole], tiny_bits, x0))
+    })
+}
+
+/// [`pairs_block`], and every pair's key prefix counted into `tally` by
+/// its count, in `scan_count`'s one loop (`idx` as in
+/// [`count_pair_prefixes`]).
+pub(crate) fn pairs_block_counting(
+    vals: &[f32],
+    counts: &[u32],
+    tiny_bits: u32,
+    (scan, scan_count): (PairScan, PairScanCount),
+    idx: &mut [u32],
+    tally: &mut Tally<'_>,
+) -> (Specials, Moments) {
+    pairs_block_with(vals, counts, tiny_bits, scan, |v, c, x0| {
+        if let Some(x0) = x0 {
+            Some(scan_count(v, c, tiny_bits, x0, idx, tally))
+        } else {
+            count_pair_prefixes(v, c, idx, tally);
+            None
+        }
+    })
+}
+
+/// [`pairs_block`] with the scan of the batch's whole groups of eight
+/// made by `first` (given the batch and its first finite value; `None`
+/// when there is none).
+fn pairs_block_with(
+    vals: &[f32],
+    counts: &[u32],
+    tiny_bits: u32,
+    scan: PairScan,
+    first: impl FnOnce(&[f32], &[u32], Option<f32>) -> Option<PairLanes>,
+) -> (Specials, Moments) {
     let len = vals.len().min(counts.len());
     let (vals, counts) = (&vals[..len], &counts[..len]);
-    let Some(x0) = vals
+    let x0 = vals
         .iter()
         .zip(counts)
         .find(|(v, c)| **c > 0 && v.is_finite())
-        .map(|(v, _)| *v)
-    else {
+        .map(|(v, _)| *v);
+    let (Some(x0), Some(mut l)) = (x0, first(vals, counts, x0)) else {
         // No finite element: the specials alone.
         return (specials_only(vals, counts), Moments::default());
     };
     let whole = len / 8 * 8;
-    let mut l = scan(&vals[..whole], &counts[..whole], tiny_bits, x0);
     for (&v, &c) in vals[whole..].iter().zip(&counts[whole..]) {
         l.add(0, v, c, tiny_bits, x0);
     }
@@ -209,6 +245,30 @@ pub(crate) fn count_pair_prefixes(
     for (&p, &c) in idx.iter().zip(counts) {
         tally.add_n(p, c);
     }
+}
+
+/// [`scan_pairs`] of the whole groups of eight of a batch, about `x0`,
+/// and [`count_pair_prefixes`] of all its pairs: a loop that does both
+/// (or the two loops, in the portable copy).
+pub(crate) type PairScanCount =
+    fn(&[f32], &[u32], u32, f32, &mut [u32], &mut Tally<'_>) -> PairLanes;
+
+/// The portable [`PairScanCount`]: the two loops one after the other.
+#[allow(clippy::inline_always)]
+#[inline(always)]
+pub(crate) fn scan_count_pairs(
+    vals: &[f32],
+    counts: &[u32],
+    tiny_bits: u32,
+    x0: f32,
+    idx: &mut [u32],
+    tally: &mut Tally<'_>,
+) -> PairLanes {
+    let len = vals.len().min(counts.len());
+    let whole = len / 8 * 8;
+    let lanes = scan_pairs(&vals[..whole], &counts[..whole], tiny_bits, x0);
+    count_pair_prefixes(&vals[..len], &counts[..len], idx, tally);
+    lanes
 }
 
 /// How many of `bytes` hold each low nibble, and each high nibble: the

@@ -24,7 +24,9 @@ mod pairs;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use pairs::{count_pair_prefixes, marked_codes, nibble_counts, pairs_block};
+#[cfg(test)]
+pub(crate) use pairs::{marked_codes, nibble_counts};
+pub(crate) use pairs::{marked_tables, pair_kernels, pairs_block, pairs_block_counting};
 
 use super::bins::FloatBins;
 use super::kernel::{self, F32Guess, F32Lanes, Lane, Specials, Wide};

@@ -5,11 +5,53 @@ use super::super::kernel::{self, MARK_WORDS, Specials};
 use super::super::moments::Moments;
 #[cfg(target_arch = "x86_64")]
 use super::{avx2, avx512, x86};
+use crate::quant::{PairKernels, q4_k_pairs};
 
 /// Specials, range and moments of the elements a batch of pairs stands for
 /// ([`kernel::pairs_block`]).
 pub(crate) fn pairs_block(vals: &[f32], counts: &[u32], tiny_bits: u32) -> (Specials, Moments) {
     kernel::pairs_block(vals, counts, tiny_bits, pair_scan())
+}
+
+/// Specials, range and moments of a batch of pairs, and their key
+/// prefixes counted into `table` ([`kernel::pairs_block_counting`]).
+pub(crate) fn pairs_block_counting(
+    vals: &[f32],
+    counts: &[u32],
+    tiny_bits: u32,
+    idx: &mut [u32],
+    table: &mut kernel::Tally<'_>,
+) -> (Specials, Moments) {
+    kernel::pairs_block_counting(
+        vals,
+        counts,
+        tiny_bits,
+        (pair_scan(), pair_scan_count()),
+        idx,
+        table,
+    )
+}
+
+/// [`kernel::scan_count_pairs`]: with AVX2, one loop where the prefixes'
+/// adds overlap the vector sums; with AVX-512, the portable loops
+/// compiled for it.
+pub(super) fn pair_scan_count() -> kernel::PairScanCount {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if avx512() {
+            // SAFETY: the CPU has these AVX-512 subsets, checked just above.
+            return |v, c, t, x0, i, tally| unsafe {
+                x86::scan_count_pairs_512(v, c, t, x0, i, tally)
+            };
+        }
+        if avx2() {
+            // SAFETY: the CPU has AVX2, checked just above.
+            return |v, c, t, x0, i, tally| unsafe {
+                x86::scan_count_pairs_256(v, c, t, x0, i, tally)
+            };
+        }
+    }
+    kernel::scan_count_pairs
 }
 
 /// [`kernel::scan_pairs`], compiled for AVX-512 or AVX2 where the CPU has
@@ -27,28 +69,6 @@ pub(super) fn pair_scan() -> kernel::PairScan {
         }
     }
     kernel::scan_pairs
-}
-
-/// Counts the key prefixes of a batch of pairs, each by its count
-/// ([`kernel::count_pair_prefixes`]).
-pub(crate) fn count_pair_prefixes(
-    vals: &[f32],
-    counts: &[u32],
-    idx: &mut [u32],
-    table: &mut kernel::Tally<'_>,
-) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if avx512() {
-            // SAFETY: the CPU has these AVX-512 subsets, checked just above.
-            return unsafe { x86::count_pair_prefixes_512(vals, counts, idx, table) };
-        }
-        if avx2() {
-            // SAFETY: the CPU has AVX2, checked just above.
-            return unsafe { x86::count_pair_prefixes_256(vals, counts, idx, table) };
-        }
-    }
-    kernel::count_pair_prefixes(vals, counts, idx, table);
 }
 
 /// How many bytes hold each low and each high nibble
@@ -77,4 +97,42 @@ pub(crate) fn marked_codes(t: &[f32], marks: &[u64; MARK_WORDS]) -> u16 {
         }
     }
     kernel::marked_codes(t, marks)
+}
+
+/// The loops [`crate::quant::Dequantizer::value_pairs`] runs, the widest
+/// copies this CPU has.
+pub(crate) fn pair_kernels() -> PairKernels {
+    #[cfg(target_arch = "x86_64")]
+    if avx2() && std::arch::is_x86_feature_detected!("popcnt") {
+        return PairKernels {
+            nibble_counts,
+            // SAFETY: the CPU has AVX2 and POPCNT, checked just above.
+            q4_k: |b, n, v, c| unsafe { x86::q4_k_pairs_256(b, n, v, c) },
+        };
+    }
+    PairKernels {
+        nibble_counts,
+        q4_k: q4_k_portable,
+    }
+}
+
+/// [`q4_k_pairs`] with the portable nibble counts.
+pub(super) fn q4_k_portable(blocks: &[u8], next: &[u8], vals: &mut [f32], counts: &mut [u32]) {
+    q4_k_pairs(
+        blocks,
+        next,
+        vals,
+        counts,
+        kernel::nibble_counts,
+        super::prefetch,
+    );
+}
+
+/// The marked values of tables of 16 one after another
+/// ([`kernel::marked_tables`], each table's marks gathered at once by
+/// [`marked_codes`]).
+pub(crate) fn marked_tables(vals: &[f32], marks: &[u64; MARK_WORDS], wanted: &mut [u16]) {
+    for (m, t) in wanted.iter_mut().zip(vals.chunks(16)) {
+        *m = marked_codes(t, marks);
+    }
 }

@@ -6,6 +6,7 @@
 use super::{Sink, f16, table_of};
 
 /// The eight 6-bit scales and mins of a Q4_K/Q5_K block's 12 scale bytes.
+#[inline]
 fn scales_mins(s: &[u8]) -> ([u8; 8], [u8; 8]) {
     let mut sc = [0u8; 8];
     let mut m = [0u8; 8];
@@ -22,16 +23,25 @@ fn scales_mins(s: &[u8]) -> ([u8; 8], [u8; 8]) {
 /// code q (0..15); sub-blocks `2i` and `2i + 1` in the low and high
 /// nibbles of the 32 bytes `i` of `qs`.
 pub(super) fn q4_k(b: &[u8], out: &mut impl Sink) {
+    let t = q4_k_tables(b);
+    for (pair, qs) in b[16..144].chunks_exact(32).enumerate() {
+        out.nibbles(&t[2 * pair], &t[2 * pair + 1], qs);
+    }
+}
+
+/// The tables of a Q4_K block's eight sub-blocks (`b` is the block's 144
+/// bytes): value `q` of sub-block `j` at `[j][q]`. Inlined, so that a
+/// caller compiled for wider vectors computes them with those.
+#[allow(clippy::inline_always)]
+#[inline(always)]
+pub fn q4_k_tables(b: &[u8]) -> [[f32; 16]; 8] {
     let (d, dmin) = (f16(b, 0), f16(b, 2));
     let (sc, m) = scales_mins(&b[4..16]);
-    let table = |j: usize| {
+    std::array::from_fn(|j| {
         let scale = d * f32::from(sc[j]);
         let min = dmin * f32::from(m[j]);
         table_of(16, |q| scale * f32::from(q) - min)
-    };
-    for (pair, qs) in b[16..144].chunks_exact(32).enumerate() {
-        out.nibbles(&table(2 * pair), &table(2 * pair + 1), qs);
-    }
+    })
 }
 
 /// A Q5_K block: as Q4_K, with a fifth bit per code from `qh` (codes

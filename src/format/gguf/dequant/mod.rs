@@ -30,6 +30,7 @@ mod tests;
 mod tests_codes;
 
 pub use codes::{CodePlane, code_plane, code_range, code_values, scales_of, scales_per_block};
+pub use kquants::q4_k_tables;
 
 use super::types::GgmlType;
 
@@ -83,6 +84,7 @@ fn table_of(n: usize, value: impl Fn(u8) -> f32) -> [f32; 16] {
 }
 
 /// The f16 at byte `at` of a block, widened (exactly) to f32.
+#[inline]
 fn f16(b: &[u8], at: usize) -> f32 {
     half::f16::from_bits(u16::from_le_bytes([b[at], b[at + 1]])).to_f32()
 }

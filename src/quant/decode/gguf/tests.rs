@@ -73,7 +73,7 @@ fn put_str(out: &mut Vec<u8>, s: &str) {
 
 /// A GGUF v3 file of one `[rows, 2 blocks]` tensor of random blocks per
 /// type id.
-fn file(ids: &[u32], rows: u64) -> Vec<u8> {
+pub(crate) fn file(ids: &[u32], rows: u64) -> Vec<u8> {
     let mut h = b"GGUF".to_vec();
     h.extend(3u32.to_le_bytes());
     h.extend((ids.len() as u64).to_le_bytes());
@@ -182,6 +182,12 @@ fn scales_are_read_from_the_blocks_by_block_and_by_element() {
 }
 
 /// Each byte's nibbles counted one by one.
+/// The plain loops, as a caller without vectors would give them.
+const PLAIN: super::PairKernels = super::PairKernels {
+    nibble_counts: count_nibbles_plainly,
+    q4_k: |b, n, v, c| super::q4_k_pairs(b, n, v, c, count_nibbles_plainly, |_| {}),
+};
+
 fn count_nibbles_plainly(bytes: &[u8]) -> ([u32; 16], [u32; 16]) {
     let mut out = ([0u32; 16], [0u32; 16]);
     for &b in bytes {
@@ -206,10 +212,13 @@ fn value_pairs_are_the_values_counted() {
     let ck = Checkpoint::open(&path).expect("opens");
     let q = detect(&ck).expect("logical tensors");
     // Values whose lowest bit is clear.
-    let even = |t: &[f32]| {
-        t.iter()
-            .enumerate()
-            .fold(0u16, |m, (q, v)| m | u16::from(v.to_bits() & 1 == 0) << q)
+    let even = |t: &[f32], masks: &mut [u16]| {
+        for (m, t) in masks.iter_mut().zip(t.chunks(16)) {
+            *m = t
+                .iter()
+                .enumerate()
+                .fold(0u16, |m, (q, v)| m | u16::from(v.to_bits() & 1 == 0) << q);
+        }
     };
     for lt in q.tensors() {
         let dq = Dequantizer::new(&ck, lt).expect("decoded");
@@ -218,7 +227,7 @@ fn value_pairs_are_the_values_counted() {
         if [8, 14].contains(&t.id()) {
             assert!(!dq.has_value_pairs(), "{}", t.name());
             let mut emit = |_: &[f32], _: &[u32]| panic!("no pairs");
-            assert!(!dq.value_pairs(0, 1, None, count_nibbles_plainly, &mut emit));
+            assert!(!dq.value_pairs(0, 1, None, &PLAIN, None, &mut emit));
             continue;
         }
         assert!(dq.has_value_pairs(), "{}", t.name());
@@ -241,9 +250,20 @@ fn value_pairs_are_the_values_counted() {
                     }
                 };
                 let (first, len) = (a as u64, (b - a) as u64);
-                assert!(dq.value_pairs(first, len, keep, count_nibbles_plainly, &mut emit));
+                // The codes beside the pairs, when nothing is picked.
+                let (lo, hi) = dq.code_range();
+                let width = (hi - lo + 1) as usize;
+                let mut codes = vec![0u64; width];
+                assert!(dq.value_pairs(first, len, keep, &PLAIN, Some(&mut codes), &mut emit));
                 let what = format!("{} {a}..{b} keep {}", t.name(), keep.is_some());
                 assert_eq!(got, want, "{what}");
+                let mut alone = vec![0u64; width];
+                assert!(dq.count_codes(first, len, &mut alone));
+                if keep.is_none() {
+                    assert_eq!(codes, alone, "{what}");
+                } else {
+                    assert!(codes.iter().all(|&c| c == 0), "{what}: none with keep");
+                }
             }
         }
     }

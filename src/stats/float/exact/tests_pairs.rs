@@ -48,6 +48,7 @@ impl View for Runs {
         &self,
         range: Range<u64>,
         keep: Option<Keep<'_>>,
+        _codes: bool,
         f: &mut dyn FnMut(&[f32], &[u32]),
     ) -> bool {
         let (mut vals, mut counts) = (Vec::new(), Vec::new());
@@ -56,7 +57,11 @@ impl View for Runs {
             let run = at / RUN;
             let end = ((run + 1) * RUN).min(range.end);
             let t = &self.tables[run as usize];
-            let want = keep.map_or(u16::MAX, |k| k(t));
+            let mut want = [u16::MAX];
+            if let Some(k) = keep {
+                k(t, &mut want);
+            }
+            let want = want[0];
             let mut c = [0u32; 16];
             for i in at..end {
                 c[usize::from(self.codes[i as usize])] += 1;

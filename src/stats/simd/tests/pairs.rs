@@ -48,37 +48,84 @@ fn pair_scans_agree_bit_for_bit() {
 
 #[test]
 fn pairs_count_the_prefixes_of_their_elements() {
-    let vals = values(5, 1500, true);
-    let counts = counts(6, 1500);
-    let mut idx = vec![0u32; vals.len()];
-    let repeated: Vec<f32> = vals
-        .iter()
-        .zip(&counts)
-        .flat_map(|(&v, &c)| std::iter::repeat_n(v, c as usize))
-        .collect();
-    let want = tally_of(|t| {
-        for &v in &repeated {
-            t.add(v.prefix());
-        }
-    });
-    let portable = tally_of(|t| kernel::count_pair_prefixes(&vals, &counts, &mut idx, t));
-    assert!(portable == want, "the portable loop");
-    let dispatched = tally_of(|t| count_pair_prefixes(&vals, &counts, &mut idx, t));
-    assert!(dispatched == want, "the dispatched copy");
+    type ScanCount =
+        fn(&[f32], &[u32], u32, f32, &mut [u32], &mut kernel::Tally<'_>) -> kernel::PairLanes;
+    let mut copies: Vec<(&str, ScanCount)> = vec![
+        ("portable", kernel::scan_count_pairs),
+        ("dispatched", super::super::pairs::pair_scan_count()),
+    ];
     #[cfg(target_arch = "x86_64")]
     {
         if avx2() {
-            // SAFETY: this CPU has AVX2 (checked).
-            let got =
-                tally_of(|t| unsafe { x86::count_pair_prefixes_256(&vals, &counts, &mut idx, t) });
-            assert!(got == want, "AVX2");
+            // SAFETY: only called on this CPU, which has AVX2 (checked).
+            copies.push(("AVX2", |v, c, t, x, i, tally| unsafe {
+                x86::scan_count_pairs_256(v, c, t, x, i, tally)
+            }));
         }
         if avx512() {
-            // SAFETY: this CPU has AVX-512 (checked).
-            let got =
-                tally_of(|t| unsafe { x86::count_pair_prefixes_512(&vals, &counts, &mut idx, t) });
-            assert!(got == want, "AVX-512");
+            // SAFETY: only called on this CPU, which has AVX-512 (checked).
+            copies.push(("AVX-512", |v, c, t, x, i, tally| unsafe {
+                x86::scan_count_pairs_512(v, c, t, x, i, tally)
+            }));
         }
+    }
+    // Whole groups of eight and not; specials among the values.
+    for n in [1500, 1503] {
+        let vals = values(5, n, true);
+        let counts = counts(6, n);
+        let mut idx = vec![0u32; n];
+        let repeated: Vec<f32> = vals
+            .iter()
+            .zip(&counts)
+            .flat_map(|(&v, &c)| std::iter::repeat_n(v, c as usize))
+            .collect();
+        let want = tally_of(|t| {
+            for &v in &repeated {
+                t.add(v.prefix());
+            }
+        });
+        let portable = tally_of(|t| kernel::count_pair_prefixes(&vals, &counts, &mut idx, t));
+        assert!(portable == want, "the portable loop");
+        let whole = n / 8 * 8;
+        let lanes = kernel::scan_pairs(&vals[..whole], &counts[..whole], 0x0080_0000, 0.25);
+        for (name, copy) in &copies {
+            let mut got_lanes = None;
+            let got = tally_of(|t| {
+                got_lanes = Some(copy(&vals, &counts, 0x0080_0000, 0.25, &mut idx, t));
+            });
+            assert!(got == want, "{name} {n}: the prefixes");
+            assert_eq!(
+                format!("{got_lanes:?}"),
+                format!("{:?}", Some(lanes)),
+                "{name} {n}: the lanes"
+            );
+        }
+    }
+}
+
+/// Whole Q4_K blocks into pairs: the copy for this CPU's vectors gives the
+/// portable copy's values and counts, bit for bit.
+#[test]
+fn q4_k_pairs_agree_bit_for_bit() {
+    let blocks: Vec<u8> = values(9, 8 * 144 / 4 + 1, true)
+        .iter()
+        .flat_map(|x| x.to_bits().to_le_bytes())
+        .take(8 * 144)
+        .collect();
+    let (mut want_v, mut want_c) = (vec![0f32; 1024], vec![0u32; 1024]);
+    super::super::pairs::q4_k_portable(&blocks, &[], &mut want_v, &mut want_c);
+    assert_eq!(want_c.iter().sum::<u32>(), 8 * 256, "every element counted");
+    let (mut v, mut c) = (vec![0f32; 1024], vec![0u32; 1024]);
+    (super::super::pairs::pair_kernels().q4_k)(&blocks, &blocks, &mut v, &mut c);
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&v), bits(&want_v), "dispatched values");
+    assert_eq!(c, want_c, "dispatched counts");
+    #[cfg(target_arch = "x86_64")]
+    if avx2() && std::arch::is_x86_feature_detected!("popcnt") {
+        // SAFETY: this CPU has AVX2 and POPCNT (checked).
+        unsafe { x86::q4_k_pairs_256(&blocks, &blocks, &mut v, &mut c) };
+        assert_eq!(bits(&v), bits(&want_v), "AVX2 values");
+        assert_eq!(c, want_c, "AVX2 counts");
     }
 }
 

@@ -18,8 +18,8 @@ use crate::stats::moments::Moments;
 pub(super) use block_f64::{block_f64_count_512, block_f64_fused_512};
 pub(super) use marked::{marked_near_f32, marked_near_f32_512, marked_near_f64_512};
 pub(super) use pairs::{
-    count_pair_prefixes_256, count_pair_prefixes_512, marked_codes_256, marked_codes_512,
-    nibble_counts_256, scan_pairs_256, scan_pairs_512,
+    marked_codes_256, marked_codes_512, nibble_counts_256, q4_k_pairs_256, scan_count_pairs_256,
+    scan_count_pairs_512, scan_pairs_256, scan_pairs_512,
 };
 pub(super) use scan::{
     scan_bf16, scan_count_f32, scan_count_f32_512, scan_f16, scan_f32, scan_f32_512,

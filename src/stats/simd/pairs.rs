@@ -107,7 +107,7 @@ pub(crate) fn pair_kernels() -> PairKernels {
         return PairKernels {
             nibble_counts,
             // SAFETY: the CPU has AVX2 and POPCNT, checked just above.
-            q4_k: |b, n, v, c| unsafe { x86::q4_k_pairs_256(b, n, v, c) },
+            q4_k: |b, n, v, c, codes| unsafe { x86::q4_k_pairs_256(b, n, v, c, codes) },
         };
     }
     PairKernels {
@@ -117,12 +117,19 @@ pub(crate) fn pair_kernels() -> PairKernels {
 }
 
 /// [`q4_k_pairs`] with the portable nibble counts.
-pub(super) fn q4_k_portable(blocks: &[u8], next: &[u8], vals: &mut [f32], counts: &mut [u32]) {
+pub(super) fn q4_k_portable(
+    blocks: &[u8],
+    next: &[u8],
+    vals: &mut [f32],
+    counts: &mut [u32],
+    codes: &mut [u32; 16],
+) {
     q4_k_pairs(
         blocks,
         next,
         vals,
         counts,
+        codes,
         kernel::nibble_counts,
         super::prefetch,
     );

@@ -37,10 +37,10 @@ pub const Q4_K_PAIRS: usize = 128;
 
 /// The pairs of whole Q4_K blocks: [`Q4_K_PAIRS`] a block, value `q` of
 /// its sub-block `j` at `16 j + q` with its count (the caller's fastest
-/// way, [`q4_k_pairs`] compiled for its vectors). The second slice is
-/// the bytes read next, which the caller may ask the memory for
-/// meanwhile.
-pub type BlockPairs = fn(&[u8], &[u8], &mut [f32], &mut [u32]);
+/// way, [`q4_k_pairs`] compiled for its vectors), the elements of each
+/// code added to the last argument. The second slice is the bytes read
+/// next, which the caller may ask the memory for meanwhile.
+pub type BlockPairs = fn(&[u8], &[u8], &mut [f32], &mut [u32], &mut [u32; 16]);
 
 /// How the caller counts: the loops [`Dequantizer::value_pairs`] runs,
 /// each compiled for the widest vectors the caller has.
@@ -55,7 +55,8 @@ pub struct PairKernels {
 
 /// The pairs of the whole Q4_K blocks `blocks` into `vals` and `counts`
 /// ([`Q4_K_PAIRS`] a block; as many blocks as all three hold), the codes
-/// of a sub-block pair's 32 bytes counted by `nibble_counts`; `ahead` is
+/// of a sub-block pair's 32 bytes counted by `nibble_counts` and added to
+/// `codes` (code `q` at `q`; at most 2^32 − 1 elements); `ahead` is
 /// handed a cache line of `next` a block (the lines read after these).
 /// Inlined, so that a caller compiled for wider vectors compiles it with
 /// them.
@@ -66,6 +67,7 @@ pub fn q4_k_pairs(
     next: &[u8],
     vals: &mut [f32],
     counts: &mut [u32],
+    codes: &mut [u32; 16],
     nibble_counts: impl Fn(&[u8]) -> ([u32; 16], [u32; 16]),
     ahead: impl Fn(&[u8]),
 ) {
@@ -84,6 +86,9 @@ pub fn q4_k_pairs(
             let (lo, hi) = nibble_counts(qs);
             c[32 * i..32 * i + 16].copy_from_slice(&lo);
             c[32 * i + 16..32 * i + 32].copy_from_slice(&hi);
+            for q in 0..16 {
+                codes[q] += lo[q] + hi[q];
+            }
         }
     }
 }
@@ -163,17 +168,10 @@ impl Pairs<'_, '_, '_> {
             let next = blocks.get((i + 1) * step..).unwrap_or(&[]);
             let next = next.get(..step).unwrap_or(next);
             if let (Some(v), Some(c)) = (self.vals.get_mut(..pairs), self.counts.get_mut(..pairs)) {
-                fill(batch, next, v, c);
-                if self.codes.is_some() {
-                    // Value `q` of each table is code `q`.
-                    let mut by_code = [0u32; 16];
-                    for t in c.chunks_exact(16) {
-                        for (x, &n) in by_code.iter_mut().zip(t) {
-                            *x += n;
-                        }
-                    }
-                    self.add_codes(&by_code, 0);
-                }
+                // Value `q` of each table is code `q`.
+                let mut by_code = [0u32; 16];
+                fill(batch, next, v, c, &mut by_code);
+                self.add_codes(&by_code, 0);
                 self.len = pairs;
                 self.flush();
             }

@@ -185,7 +185,9 @@ fn scales_are_read_from_the_blocks_by_block_and_by_element() {
 /// The plain loops, as a caller without vectors would give them.
 const PLAIN: super::PairKernels = super::PairKernels {
     nibble_counts: count_nibbles_plainly,
-    q4_k: |b, n, v, c| super::q4_k_pairs(b, n, v, c, count_nibbles_plainly, |_| {}),
+    q4_k: |b, n, v, c, codes| {
+        super::q4_k_pairs(b, n, v, c, codes, count_nibbles_plainly, |_| {});
+    },
 };
 
 fn count_nibbles_plainly(bytes: &[u8]) -> ([u32; 16], [u32; 16]) {

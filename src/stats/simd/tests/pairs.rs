@@ -112,20 +112,26 @@ fn q4_k_pairs_agree_bit_for_bit() {
         .flat_map(|x| x.to_bits().to_le_bytes())
         .take(8 * 144)
         .collect();
-    let (mut want_v, mut want_c) = (vec![0f32; 1024], vec![0u32; 1024]);
-    super::super::pairs::q4_k_portable(&blocks, &[], &mut want_v, &mut want_c);
+    let (mut want_v, mut want_c, mut want_codes) = (vec![0f32; 1024], vec![0u32; 1024], [0; 16]);
+    super::super::pairs::q4_k_portable(&blocks, &[], &mut want_v, &mut want_c, &mut want_codes);
     assert_eq!(want_c.iter().sum::<u32>(), 8 * 256, "every element counted");
-    let (mut v, mut c) = (vec![0f32; 1024], vec![0u32; 1024]);
-    (super::super::pairs::pair_kernels().q4_k)(&blocks, &blocks, &mut v, &mut c);
+    let mut by_code = [0u32; 16];
+    for (i, &n) in want_c.iter().enumerate() {
+        by_code[i % 16] += n;
+    }
+    assert_eq!(want_codes, by_code, "value q of every table is code q");
+    let (mut v, mut c, mut codes) = (vec![0f32; 1024], vec![0u32; 1024], [0; 16]);
+    (super::super::pairs::pair_kernels().q4_k)(&blocks, &blocks, &mut v, &mut c, &mut codes);
     let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
     assert_eq!(bits(&v), bits(&want_v), "dispatched values");
-    assert_eq!(c, want_c, "dispatched counts");
+    assert_eq!((&c, codes), (&want_c, want_codes), "dispatched counts");
     #[cfg(target_arch = "x86_64")]
     if avx2() && std::arch::is_x86_feature_detected!("popcnt") {
+        let mut codes = [0; 16];
         // SAFETY: this CPU has AVX2 and POPCNT (checked).
-        unsafe { x86::q4_k_pairs_256(&blocks, &blocks, &mut v, &mut c) };
+        unsafe { x86::q4_k_pairs_256(&blocks, &blocks, &mut v, &mut c, &mut codes) };
         assert_eq!(bits(&v), bits(&want_v), "AVX2 values");
-        assert_eq!(c, want_c, "AVX2 counts");
+        assert_eq!((&c, codes), (&want_c, want_codes), "AVX2 counts");
     }
 }
 

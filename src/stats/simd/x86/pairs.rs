@@ -203,12 +203,14 @@ pub(in crate::stats::simd) fn q4_k_pairs_256(
     next: &[u8],
     vals: &mut [f32],
     counts: &mut [u32],
+    codes: &mut [u32; 16],
 ) {
     crate::quant::q4_k_pairs(
         blocks,
         next,
         vals,
         counts,
+        codes,
         |qs| match <&[u8; 32]>::try_from(qs) {
             Ok(qs) => nibble_counts_32(qs),
             Err(_) => nibble_counts_256(qs),

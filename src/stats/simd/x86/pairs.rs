@@ -219,9 +219,11 @@ pub(in crate::stats::simd) fn q4_k_pairs_256(
     );
 }
 
-/// [`nibble_counts_256`] of 32 bytes (a Q4_K sub-block pair): the same
-/// bit planes and tree of ANDs, inlined into the caller's loop, the
-/// counts by scalar `popcnt`.
+/// The nibble counts of 32 bytes (a Q4_K sub-block pair) from bit planes:
+/// the top bit of each byte after a shift is a plane (`movemask`); the
+/// planes of the low nibbles in the low half of a word, the high nibbles'
+/// in the upper half, so that one tree of ANDs serves both; the counts by
+/// scalar `popcnt`. Inlined into the callers' loops.
 #[target_feature(enable = "avx2,popcnt")]
 #[inline]
 fn nibble_counts_32(c: &[u8; 32]) -> ([u32; 16], [u32; 16]) {
@@ -258,11 +260,8 @@ fn nibble_counts_32(c: &[u8; 32]) -> ([u32; 16], [u32; 16]) {
     (lo, hi)
 }
 
-/// [`kernel::nibble_counts`] from bit planes: 32 bytes at a time, the
-/// top bit of each byte after a shift is a plane (`movemask`); the planes
-/// of the low nibbles in the low half of a word, the high nibbles' in the
-/// upper half, so that one tree of ANDs serves both; 16 bytes the same
-/// way; the rest one by one.
+/// [`kernel::nibble_counts`] from bit planes: 32 bytes at a time
+/// ([`nibble_counts_32`]); 16 bytes the same way; the rest one by one.
 #[target_feature(enable = "avx2,popcnt")]
 #[inline]
 pub(in crate::stats::simd) fn nibble_counts_256(bytes: &[u8]) -> ([u32; 16], [u32; 16]) {
@@ -270,30 +269,10 @@ pub(in crate::stats::simd) fn nibble_counts_256(bytes: &[u8]) -> ([u32; 16], [u3
     let mut hi = [0u32; 16];
     let (wide, rest) = bytes.as_chunks::<32>();
     for c in wide {
-        // SAFETY: `c` is 32 readable bytes; the load takes any alignment.
-        let x = unsafe { _mm256_loadu_si256(c.as_ptr().cast()) };
-        let plane = |low: i32, high: i32| u64::from(low as u32) | u64::from(high as u32) << 32;
-        let m = code_masks([
-            plane(
-                _mm256_movemask_epi8(_mm256_slli_epi16::<7>(x)),
-                _mm256_movemask_epi8(_mm256_slli_epi16::<3>(x)),
-            ),
-            plane(
-                _mm256_movemask_epi8(_mm256_slli_epi16::<6>(x)),
-                _mm256_movemask_epi8(_mm256_slli_epi16::<2>(x)),
-            ),
-            plane(
-                _mm256_movemask_epi8(_mm256_slli_epi16::<5>(x)),
-                _mm256_movemask_epi8(_mm256_slli_epi16::<1>(x)),
-            ),
-            plane(
-                _mm256_movemask_epi8(_mm256_slli_epi16::<4>(x)),
-                _mm256_movemask_epi8(x),
-            ),
-        ]);
-        for (q, &m) in m.iter().enumerate() {
-            lo[q] += (m as u32).count_ones();
-            hi[q] += ((m >> 32) as u32).count_ones();
+        let (l, h) = nibble_counts_32(c);
+        for q in 0..16 {
+            lo[q] += l[q];
+            hi[q] += h[q];
         }
     }
     let (narrow, rest) = rest.as_chunks::<16>();

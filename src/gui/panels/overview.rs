@@ -8,6 +8,7 @@
 use eframe::egui;
 
 use crate::gui::command::Command;
+use crate::gui::model::DtypeTotals;
 use crate::gui::safe_text;
 use crate::gui::state::{SelectMode, Tab, ViewState};
 use crate::text::{elide_middle, fmt_shape, human_bytes, human_count};
@@ -53,10 +54,7 @@ pub fn overview_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &mut
                 ));
             }
             ui.add_space(6.0);
-            section(ui, "Per dtype");
-            // Packed codes count one value a stored element, not a parameter.
-            let unit = if packed { "stored" } else { "params" };
-            dtype_bars_ui(ui, per_dtype, all.bytes, unit);
+            sizes_ui(ui, per_dtype, &ov.schemes, all.bytes, packed);
             section(ui, "Values");
             match tab.tensor.scan.as_ref() {
                 Some(scan) => {
@@ -172,11 +170,35 @@ fn section(ui: &mut egui::Ui, title: &str) {
     ui.separator();
 }
 
-/// One bar per dtype, its length the dtype's share of the bytes; the
-/// parameters and bytes beside it, exact on hover.
-fn dtype_bars_ui(
+/// The bytes per dtype and, for a quantized model, per quantized type.
+fn sizes_ui(
     ui: &mut egui::Ui,
-    per_dtype: &[(crate::dtype::Dtype, crate::gui::model::DtypeTotals)],
+    per_dtype: &[(crate::dtype::Dtype, DtypeTotals)],
+    schemes: &[(String, DtypeTotals)],
+    total_bytes: u64,
+    packed: bool,
+) {
+    section(ui, "Per dtype");
+    // Packed codes count one value a stored element, not a parameter.
+    let unit = if packed { "stored" } else { "params" };
+    let dtypes: Vec<(&str, DtypeTotals)> = per_dtype.iter().map(|(d, t)| (d.name(), *t)).collect();
+    bars_ui(ui, "overview_dtypes", &dtypes, total_bytes, unit);
+    if !schemes.is_empty() {
+        // What the stored dtypes above do not say: each quantized type's
+        // weights, by their logical parameters.
+        section(ui, "Per quantized type");
+        let schemes: Vec<(&str, DtypeTotals)> =
+            schemes.iter().map(|(l, t)| (l.as_str(), *t)).collect();
+        bars_ui(ui, "overview_schemes", &schemes, total_bytes, "params");
+    }
+}
+
+/// One bar per dtype (or quantized type), its length the share of the
+/// bytes; the parameters and bytes beside it, exact on hover.
+fn bars_ui(
+    ui: &mut egui::Ui,
+    id: &str,
+    per_dtype: &[(&str, DtypeTotals)],
     total_bytes: u64,
     unit: &str,
 ) {
@@ -187,12 +209,12 @@ fn dtype_bars_ui(
         .unwrap_or(0)
         .max(1);
     let bar_color = ui.visuals().selection.bg_fill;
-    egui::Grid::new("overview_dtypes")
+    egui::Grid::new(id)
         .num_columns(3)
         .spacing([10.0, 3.0])
         .show(ui, |ui| {
-            for (dtype, t) in per_dtype {
-                ui.monospace(dtype.name());
+            for (name, t) in per_dtype {
+                ui.monospace(*name);
                 let width = 140.0;
                 let (rect, response) =
                     ui.allocate_exact_size(egui::vec2(width, 12.0), egui::Sense::hover());
@@ -206,11 +228,8 @@ fn dtype_bars_ui(
                     t.bytes as f64 * 100.0 / total_bytes as f64
                 };
                 response.on_hover_text(format!(
-                    "{}: {} tensors, {} {unit} values, {} bytes ({pct:.1}%)",
-                    dtype.name(),
-                    t.tensors,
-                    t.parameters,
-                    t.bytes
+                    "{name}: {} tensors, {} {unit} values, {} bytes ({pct:.1}%)",
+                    t.tensors, t.parameters, t.bytes
                 ));
                 ui.label(format!(
                     "{} {unit} · {} · {pct:.1}%",

@@ -36,6 +36,10 @@ pub struct Overview {
     pub parameters: u64,
     /// The largest tensors by bytes (indices into `ck.tensors`), largest first.
     pub largest: Vec<usize>,
+    /// The quantized weights per type (a GGUF's block type, "GPTQ int4
+    /// g128", …): weights, logical parameters and the bytes of their
+    /// parts, most bytes first. Empty when nothing is quantized.
+    pub schemes: Vec<(String, DtypeTotals)>,
     /// The architecture from `config.json`: `None` without one, `Err` with
     /// why one could not be used.
     pub arch: Option<Result<crate::arch::Architecture, String>>,
@@ -111,6 +115,7 @@ impl Overview {
         Self {
             parameters,
             largest,
+            schemes: quant.map(|q| scheme_totals(ck, q)).unwrap_or_default(),
             arch,
             checks,
             longest_name,
@@ -119,6 +124,24 @@ impl Overview {
             leaves: ck.shards().iter().any(|s| s.file().pickle().is_some()),
         }
     }
+}
+
+/// The quantized weights' totals per label, most bytes first (then by
+/// label).
+fn scheme_totals(ck: &Checkpoint, q: &QuantRows) -> Vec<(String, DtypeTotals)> {
+    let mut per: std::collections::BTreeMap<&str, DtypeTotals> = std::collections::BTreeMap::new();
+    for lt in q.quant.tensors() {
+        let t = per.entry(lt.label()).or_default();
+        t.tensors += 1;
+        t.parameters = t.parameters.saturating_add(lt.numel());
+        t.bytes = t.bytes.saturating_add(lt.stored_bytes(ck));
+    }
+    let mut out: Vec<(String, DtypeTotals)> = per
+        .into_iter()
+        .map(|(label, t)| (label.to_owned(), t))
+        .collect();
+    out.sort_by_key(|(_, t)| std::cmp::Reverse(t.bytes));
+    out
 }
 
 impl Loaded {

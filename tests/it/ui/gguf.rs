@@ -1,5 +1,6 @@
 //! GGUF files in the explorer: a quantized Llama opens with its
-//! architecture read from its metadata, its block types as weights with
+//! architecture read from its metadata, its weights per block type, its
+//! block types as weights with
 //! their values, its vocabulary paged in the metadata pane; compared with
 //! the Hugging Face model it came from, every tensor meets its original
 //! through llama.cpp's names and the quantization's error is shown.
@@ -23,6 +24,11 @@ fn a_quantized_gguf_opens_with_its_architecture_values_and_vocabulary() {
     h.get_by_label("Architecture (GGUF metadata)");
     h.get_by_label_contains("layers: num_hidden_layers 2; the names number 2");
     h.get_by_label_contains("embedding: vocab_size × hidden_size = [300, 64]");
+    // Beside the stored dtypes (the blocks are U8), each block type's
+    // weights by their logical parameters.
+    h.get_by_label("Per quantized type");
+    h.get_by_label_contains("73.7K params · 40.5 KiB");
+    h.get_by_label_contains("38.4K params · 39.8 KiB");
     // A Q4_0 weight: its decoded values' statistics, by a job.
     h.get_by_label("blk.0.attn_q.weight").click();
     settle(&mut h);

@@ -18,7 +18,9 @@ fn a_quantized_weight_is_one_row_and_a_view_of_its_values() {
         &sample("gptq_w4_g128_sym_actorder_v1").join("model.safetensors"),
     );
     // Two quantized weights and the plain lm_head: the parts are folded.
-    assert_eq!(h.query_all_by_label("GPTQ int4 g128 act-order").count(), 2);
+    // The label is on the two rows and on the overview's bar of the type.
+    assert_eq!(h.query_all_by_label("GPTQ int4 g128 act-order").count(), 3);
+    h.get_by_label("Per quantized type");
     assert!(
         h.query_by_label("model.layers.0.mlp.down_proj.qweight")
             .is_none()

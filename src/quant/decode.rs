@@ -43,7 +43,7 @@ use out::Out;
 use read::{column_stream, scalar, word};
 
 pub use counts::Counts;
-pub use gguf::{BlockPairs, Keep, NibbleCounts, PAIR_BATCH, PairKernels, Q4_K_PAIRS, q4_k_pairs};
+pub use gguf::{BlockPairs, Keep, NibbleCounts, PAIR_BATCH, PairKernels, q4_k_pairs};
 #[cfg(test)]
 pub(crate) use round::code16;
 

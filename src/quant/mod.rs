@@ -39,8 +39,7 @@ pub(crate) use decode::code16;
 #[cfg(test)]
 pub(crate) use decode::gguf_test_file;
 pub use decode::{
-    BlockPairs, Counts, Dequantizer, Keep, NibbleCounts, PAIR_BATCH, PairKernels, Q4_K_PAIRS,
-    q4_k_pairs,
+    BlockPairs, Counts, Dequantizer, Keep, NibbleCounts, PAIR_BATCH, PairKernels, q4_k_pairs,
 };
 pub(crate) use detect::Layout;
 

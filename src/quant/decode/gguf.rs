@@ -339,4 +339,4 @@ mod pairs;
 #[cfg(test)]
 pub(crate) mod tests;
 
-pub use pairs::{BlockPairs, Keep, NibbleCounts, PAIR_BATCH, PairKernels, Q4_K_PAIRS, q4_k_pairs};
+pub use pairs::{BlockPairs, Keep, NibbleCounts, PAIR_BATCH, PairKernels, q4_k_pairs};

@@ -135,9 +135,9 @@ pub(super) fn q4_k_portable(
     );
 }
 
-/// The marked values of tables of 16 one after another
-/// ([`kernel::marked_tables`], each table's marks gathered at once by
-/// [`marked_codes`]).
+/// The marked values of tables of 16 one after another (the last may
+/// have fewer): `wanted[i]` for table `i`, each table's marks gathered at
+/// once by [`marked_codes`].
 pub(crate) fn marked_tables(vals: &[f32], marks: &[u64; MARK_WORDS], wanted: &mut [u16]) {
     for (m, t) in wanted.iter_mut().zip(vals.chunks(16)) {
         *m = marked_codes(t, marks);

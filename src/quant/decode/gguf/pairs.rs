@@ -33,9 +33,9 @@ const Q4_K: u32 = 12;
 const Q4_K_ELEMENTS: usize = 256;
 const Q4_K_BYTES: usize = 144;
 /// Pairs of a Q4_K block: eight tables of 16.
-pub const Q4_K_PAIRS: usize = 128;
+const Q4_K_PAIRS: usize = 128;
 
-/// The pairs of whole Q4_K blocks: [`Q4_K_PAIRS`] a block, value `q` of
+/// The pairs of whole Q4_K blocks: 128 a block (eight tables of 16), value `q` of
 /// its sub-block `j` at `16 j + q` with its count (the caller's fastest
 /// way, [`q4_k_pairs`] compiled for its vectors), the elements of each
 /// code added to the last argument. The second slice is the bytes read
@@ -54,7 +54,7 @@ pub struct PairKernels {
 }
 
 /// The pairs of the whole Q4_K blocks `blocks` into `vals` and `counts`
-/// ([`Q4_K_PAIRS`] a block; as many blocks as all three hold), the codes
+/// (128 a block; as many blocks as all three hold), the codes
 /// of a sub-block pair's 32 bytes counted by `nibble_counts` and added to
 /// `codes` (code `q` at `q`; at most 2^32 − 1 elements); `ahead` is
 /// handed a cache line of `next` a block (the lines read after these).
@@ -81,7 +81,7 @@ pub fn q4_k_pairs(
                 ahead(line);
             }
         }
-        *v = flat(dequant::q4_k_tables(b));
+        v.copy_from_slice(dequant::q4_k_tables(b).as_flattened());
         for (i, qs) in b[16..].chunks_exact(32).enumerate() {
             let (lo, hi) = nibble_counts(qs);
             c[32 * i..32 * i + 16].copy_from_slice(&lo);
@@ -91,15 +91,6 @@ pub fn q4_k_pairs(
             }
         }
     }
-}
-
-/// Eight tables of 16 as one array of 128.
-#[allow(clippy::inline_always)]
-#[inline(always)]
-fn flat(t: [[f32; 16]; 8]) -> [f32; Q4_K_PAIRS] {
-    let mut out = [0f32; Q4_K_PAIRS];
-    out.copy_from_slice(t.as_flattened());
-    out
 }
 
 /// The pairs of the runs a decoder hands on, inside the window.
@@ -188,15 +179,34 @@ impl Pairs<'_, '_, '_> {
             let mut masks = [0u16; 8];
             keep(t.as_flattened(), &mut masks);
             for (i, qs) in b[16..].chunks_exact(32).enumerate() {
-                let (wl, wh) = (masks[2 * i], masks[2 * i + 1]);
-                if wl | wh != 0 {
-                    let (cl, ch) = (self.nibble_counts)(qs);
-                    self.push_table(&t[2 * i], &cl, wl);
-                    self.push_table(&t[2 * i + 1], &ch, wh);
-                }
+                self.push_nibbles(
+                    (&t[2 * i], masks[2 * i]),
+                    (&t[2 * i + 1], masks[2 * i + 1]),
+                    qs,
+                );
             }
             self.clip.pos += Q4_K_ELEMENTS;
         }
+    }
+
+    /// The two runs of 4-bit codes of `bytes` (low nibbles through the
+    /// first table, high through the second), each with the mask of its
+    /// wanted values: counted only when one of them is wanted.
+    #[inline]
+    fn push_nibbles(
+        &mut self,
+        (low, wl): (&[f32; 16], u16),
+        (high, wh): (&[f32; 16], u16),
+        bytes: &[u8],
+    ) {
+        if wl | wh == 0 {
+            return;
+        }
+        let (cl, ch) = (self.nibble_counts)(bytes);
+        self.add_codes(&cl, 0);
+        self.add_codes(&ch, 0);
+        self.push_table(low, &cl, wl);
+        self.push_table(high, &ch, wh);
     }
 
     #[inline]
@@ -272,14 +282,7 @@ impl Sink for Pairs<'_, '_, '_> {
         }
         self.clip.pos += 2 * n;
         let (wl, wh) = (self.wanted(low), self.wanted(high));
-        if wl | wh == 0 {
-            return;
-        }
-        let (cl, ch) = (self.nibble_counts)(bytes);
-        self.add_codes(&cl, 0);
-        self.add_codes(&ch, 0);
-        self.push_table(low, &cl, wl);
-        self.push_table(high, &ch, wh);
+        self.push_nibbles((low, wl), (high, wh), bytes);
     }
 }
 

@@ -21,6 +21,7 @@ pub mod fsio;
 pub mod gui;
 pub mod jobs;
 mod mem;
+pub mod platform;
 pub mod quant;
 pub mod resave;
 pub mod series;

@@ -332,26 +332,10 @@ pub fn commit_all(files: Vec<FinishedFile>) -> Result<Vec<PathBuf>, CommitError>
     Ok(renamed)
 }
 
-/// True when `a` and `b` name the same existing file: the same device and
-/// inode on Unix (so hard links and symlinks to a file count as that file),
-/// the same canonical path elsewhere. False when either does not exist.
+/// True when `a` and `b` name the same existing file (hard links and
+/// symlinks to a file count as that file); see `platform::paths`.
 pub fn same_file(a: &Path, b: &Path) -> bool {
-    let (Ok(ma), Ok(mb)) = (std::fs::metadata(a), std::fs::metadata(b)) else {
-        return false;
-    };
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt as _;
-        ma.dev() == mb.dev() && ma.ino() == mb.ino()
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = (ma, mb);
-        matches!(
-            (std::fs::canonicalize(a), std::fs::canonicalize(b)),
-            (Ok(x), Ok(y)) if x == y
-        )
-    }
+    crate::platform::paths::same_file(a, b)
 }
 
 /// Failure injection: a writer that accepts `limit` bytes, then reports a

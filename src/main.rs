@@ -1,5 +1,10 @@
 //! The `tensorscope` binary: parses the command line, then runs a verb, the
 //! desktop explorer, or the desktop integration, and exits with its code.
+//!
+//! On Windows it is a console program, so that the verbs print to the
+//! terminal they were started from and their exit codes reach it; the
+//! registry opens files with `tensorscope-gui.exe` (`src/gui_main.rs`), a
+//! program with no console.
 
 mod cli;
 
@@ -11,6 +16,7 @@ fn main() {
         Launch::Verb(verb) => cli::run_verb(verb),
         Launch::Explorer(args) => explorer(args),
         Launch::InstallDesktop => cli::install_desktop(),
+        Launch::UninstallDesktop => cli::uninstall_desktop(),
         Launch::Exit(code) => code,
     };
     std::process::exit(code);
@@ -37,6 +43,10 @@ fn ignore_file_size_signal() {}
 
 #[cfg(feature = "gui")]
 fn explorer(args: cli::ExplorerArgs) -> i32 {
+    // Started by a double-click on the console program (Windows made a
+    // console window for it): that window goes, the explorer's stays.
+    #[cfg(windows)]
+    tensorscope::platform::windows::leave_own_console();
     tensorscope::gui::run(args.files, args.demo, args.compare, args.series)
 }
 

@@ -2,7 +2,6 @@
 //! that runs headless. It uses the library only, never the explorer. Exit codes are a contract (DESIGN.md): 0 success, 1 the
 //! answer is "no", 2 an error.
 
-pub mod desktop;
 mod diff;
 mod export;
 mod generate;
@@ -17,6 +16,8 @@ mod validate;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
+
+use tensorscope::platform::desktop;
 
 use clap::{Args, Parser, Subcommand};
 
@@ -63,10 +64,14 @@ pub struct Cli {
     /// checkpoints, or folders of them, as one series.
     #[arg(long, num_args = 1.., value_name = "PATH")]
     pub series: Option<Vec<PathBuf>>,
-    /// Install the desktop entry, MIME type and icon for the current user,
-    /// so a double-click on a .safetensors file opens Tensorscope.
-    #[arg(long)]
+    /// Make a double-click on a checkpoint open Tensorscope, for the
+    /// current user: the desktop entry, MIME types and icon (Linux), or the
+    /// file types in the registry (Windows).
+    #[arg(long, conflicts_with = "uninstall_desktop")]
     pub install_desktop: bool,
+    /// Remove what --install-desktop wrote.
+    #[arg(long)]
+    pub uninstall_desktop: bool,
 }
 
 /// The headless verbs.
@@ -151,8 +156,10 @@ pub enum Launch {
     Verb(Verb),
     /// The desktop explorer with these files open.
     Explorer(ExplorerArgs),
-    /// `--install-desktop`: the desktop entry, MIME type and icon for this user.
+    /// `--install-desktop`: the double-click integration for this user.
     InstallDesktop,
+    /// `--uninstall-desktop`: what `--install-desktop` wrote, removed.
+    UninstallDesktop,
     /// Nothing more to do (help, version, a usage error): exit with this code.
     Exit(i32),
 }
@@ -195,6 +202,7 @@ where
     match cli.command {
         Some(verb) => Launch::Verb(verb),
         None if cli.install_desktop => Launch::InstallDesktop,
+        None if cli.uninstall_desktop => Launch::UninstallDesktop,
         None => {
             let compare = cli.diff.and_then(|v| {
                 let mut it = v.into_iter();
@@ -228,10 +236,23 @@ pub fn run_verb(verb: Verb) -> i32 {
     if out.failed() { EXIT_ERROR } else { code }
 }
 
-/// `--install-desktop`: registers this program for `.safetensors` files.
+fn print_report(report: &desktop::Report) {
+    for p in &report.written {
+        println!("wrote {}", p.display());
+    }
+    for p in &report.removed {
+        println!("removed {}", p.display());
+    }
+    for s in &report.steps {
+        println!("{s}");
+    }
+}
+
+/// `--install-desktop`: registers this program for every container it
+/// opens, for the current user.
 pub fn install_desktop() -> i32 {
     let exe = match std::env::current_exe().and_then(std::fs::canonicalize) {
-        Ok(p) => p,
+        Ok(p) => tensorscope::platform::paths::for_people(&p),
         Err(e) => {
             eprintln!("tensorscope: cannot find this program's path: {e}");
             return EXIT_ERROR;
@@ -239,20 +260,30 @@ pub fn install_desktop() -> i32 {
     };
     match desktop::install(&exe) {
         Ok(report) => {
-            for p in &report.written {
-                println!("wrote {}", p.display());
-            }
-            for s in &report.steps {
-                println!("{s}");
-            }
+            print_report(&report);
             println!(
-                "Tensorscope ({}) now opens .safetensors files for this user.",
-                exe.display()
+                "Tensorscope ({}) now opens .safetensors, .npy, .npz, .pt, .pth, .ckpt and .gguf files for this user.",
+                desktop::gui_program(&exe).display()
             );
             EXIT_OK
         }
         Err(e) => {
-            eprintln!("tensorscope: cannot install the desktop entry: {e}");
+            eprintln!("tensorscope: cannot install the desktop integration: {e}");
+            EXIT_ERROR
+        }
+    }
+}
+
+/// `--uninstall-desktop`: removes what `--install-desktop` wrote.
+pub fn uninstall_desktop() -> i32 {
+    match desktop::uninstall() {
+        Ok(report) => {
+            print_report(&report);
+            println!("Tensorscope no longer opens checkpoints by a double-click for this user.");
+            EXIT_OK
+        }
+        Err(e) => {
+            eprintln!("tensorscope: cannot remove the desktop integration: {e}");
             EXIT_ERROR
         }
     }

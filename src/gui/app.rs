@@ -242,6 +242,12 @@ fn input_commands(ctx: &egui::Context, session: &Session, out: &mut Vec<Command>
             .filter(|p| !p.as_os_str().is_empty())
             .collect()
     });
+    // Files the desktop sent to the running app (macOS' Finder).
+    out.extend(
+        crate::platform::open_files::take()
+            .into_iter()
+            .map(Command::Open),
+    );
     let shift = ctx.input(|i| i.modifiers.shift);
     let can_compare = session.active_tab().is_some_and(|t| t.loaded().is_some());
     for (k, p) in dropped.into_iter().enumerate() {

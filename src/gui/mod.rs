@@ -55,10 +55,14 @@ pub fn run(
         persist_window: true,
         ..Default::default()
     };
+    // macOS sends Finder's files as events, the first during launch.
+    crate::platform::open_files::install();
     let result = eframe::run_native(
         "Tensorscope",
         options,
         Box::new(move |cc| {
+            let waker = cc.egui_ctx.clone();
+            crate::platform::open_files::set_waker(move || waker.request_repaint());
             let state: State = cc
                 .storage
                 .and_then(|s| eframe::get_value(s, eframe::APP_KEY))

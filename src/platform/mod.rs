@@ -12,10 +12,19 @@
 //! - [`desktop`]: the double-click integration (freedesktop's entry and MIME
 //!   types, the Windows registry's ProgIDs; a macOS bundle declares its own
 //!   in its `Info.plist`);
+//! - [`sparse`]: giving a cache file's disk back (Linux);
 //! - [`open_files`]: files the desktop asks a running explorer to open
 //!   (macOS delivers Finder's double-clicks, *Open With* and drops on the
 //!   Dock icon as events, not as arguments).
 
+pub mod desktop;
+pub mod dirs;
+pub mod fault;
+pub mod lock;
 #[cfg(target_os = "macos")]
 mod macos;
 pub mod open_files;
+pub mod paths;
+pub mod sparse;
+#[cfg(windows)]
+pub mod windows;

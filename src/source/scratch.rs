@@ -298,7 +298,7 @@ impl Drop for SlotPin {
         {
             slot.ready.store(false, Ordering::Release);
             state.reserved = None;
-            if !super::remote::cache::punch_hole(file, 0..slot.len) {
+            if !crate::platform::sparse::punch_hole(file, 0..slot.len) {
                 // No hole punching here: the bytes stay until the slot goes.
                 slot.ready.store(true, Ordering::Release);
             }

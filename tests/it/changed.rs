@@ -201,7 +201,7 @@ fn the_cli_survives_a_file_cut_short_mid_read() {
     let (other, _) = four_tensors(dir.path(), "other.safetensors");
     for verb in ["stats", "diff"] {
         let (path, start) = four_tensors(dir.path(), &format!("{verb}.safetensors"));
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_tensorscope"));
+        let mut cmd = crate::exe::command();
         cmd.arg(verb);
         if verb == "diff" {
             cmd.arg(&other);

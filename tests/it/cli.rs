@@ -2,13 +2,13 @@
 
 use std::fmt::Write as _;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use crate::fixtures::{small_model, with_header, write};
 
 /// `tensorscope ARGS...`: exit code, stdout, stderr.
 pub fn run(args: &[&std::ffi::OsStr]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tensorscope"))
+    let out = crate::exe::command()
         .args(args)
         .output()
         .expect("run tensorscope");
@@ -187,7 +187,7 @@ fn a_closed_pipe_ends_quietly() {
     }
     header.push('}');
     let p = write(dir.path(), "many.safetensors", &with_header(&header, 0));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tensorscope"))
+    let mut child = crate::exe::command()
         .arg("info")
         .arg(&p)
         .stdout(Stdio::piped())

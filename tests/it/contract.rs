@@ -4,13 +4,13 @@
 //! be written is an error (exit 2), not a success.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use crate::fixtures::{small_model, write};
 
 /// Runs the binary with `args` and `--json`; returns the exit code and stdout.
 fn run_json(args: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tensorscope"))
+    let out = crate::exe::command()
         .args(args)
         .arg("--json")
         .stdin(Stdio::null())
@@ -111,7 +111,7 @@ fn an_output_that_cannot_be_written_is_an_error() {
             .write(true)
             .open("/dev/full")
             .expect("open /dev/full");
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tensorscope"));
+        let mut cmd = crate::exe::command();
         cmd.arg("info").arg(&m);
         if json {
             cmd.arg("--json");
@@ -124,7 +124,7 @@ fn an_output_that_cannot_be_written_is_an_error() {
         assert_eq!(status.code(), Some(2), "json: {json}");
     }
     // A reader that closes the pipe early is not an error.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tensorscope"))
+    let mut child = crate::exe::command()
         .arg("info")
         .arg(&m)
         .stdout(Stdio::piped())

@@ -15,10 +15,13 @@ fn tool(name: &str) -> bool {
 
 #[test]
 fn install_desktop_registers_the_mime_type_and_handler() {
+    if crate::exe::foreign() {
+        return; // freedesktop's integration; Windows' is scripts/test-windows'
+    }
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().join("data");
     let config = dir.path().join("config");
-    let out = Command::new(env!("CARGO_BIN_EXE_tensorscope"))
+    let out = crate::exe::command()
         .arg("--install-desktop")
         .env("XDG_DATA_HOME", &data)
         .env("XDG_CONFIG_HOME", &config)
@@ -101,6 +104,33 @@ fn install_desktop_registers_the_mime_type_and_handler() {
             read_default(&config.join("mimeapps.list"), mime)
         };
         assert_eq!(query, "tensorscope.desktop", "{mime}");
+    }
+
+    // --uninstall-desktop takes back exactly that.
+    let out = crate::exe::command()
+        .arg("--uninstall-desktop")
+        .env("XDG_DATA_HOME", &data)
+        .env("XDG_CONFIG_HOME", &config)
+        .env("HOME", dir.path())
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!entry_path.exists());
+    assert!(!data.join("mime/packages/tensorscope.xml").exists());
+    assert!(
+        !data
+            .join("icons/hicolor/scalable/apps/tensorscope.svg")
+            .exists()
+    );
+    let list = std::fs::read_to_string(config.join("mimeapps.list")).unwrap_or_default();
+    assert!(!list.contains("tensorscope.desktop"), "{list}");
+    if tool("update-mime-database") {
+        let globs = std::fs::read_to_string(data.join("mime/globs2")).unwrap_or_default();
+        assert!(!globs.contains("application/x-safetensors"), "{globs}");
     }
 }
 

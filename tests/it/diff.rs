@@ -6,7 +6,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use tensorscope::diff::{DiffOptions, Status, diff};
 use tensorscope::dtype::Dtype;
@@ -283,13 +282,12 @@ fn cli_exit_codes_and_json() {
         &[("x", Dtype::F32, vec![2], f32s(&[1.0, 2.5]))],
         &[],
     );
-    let exe = env!("CARGO_BIN_EXE_tensorscope");
-    let same = Command::new(exe)
+    let same = crate::exe::command()
         .args(["diff".as_ref(), a.as_os_str(), a.as_os_str()])
         .output()
         .expect("run");
     assert_eq!(same.status.code(), Some(0));
-    let out = Command::new(exe)
+    let out = crate::exe::command()
         .args([
             "diff".as_ref(),
             a.as_os_str(),
@@ -317,7 +315,7 @@ fn cli_exit_codes_and_json() {
     ] {
         assert!(t.get(k).is_some(), "{k}");
     }
-    let tol = Command::new(exe)
+    let tol = crate::exe::command()
         .args([
             "diff".as_ref(),
             a.as_os_str(),
@@ -334,7 +332,7 @@ fn cli_exit_codes_and_json() {
         String::from_utf8_lossy(&tol.stdout)
     );
     let missing = dir.path().join("missing.safetensors");
-    let bad = Command::new(exe)
+    let bad = crate::exe::command()
         .args([
             "diff".as_ref(),
             a.as_os_str(),
@@ -346,7 +344,7 @@ fn cli_exit_codes_and_json() {
     assert_eq!(bad.status.code(), Some(2));
     let doc: serde_json::Value = serde_json::from_slice(&bad.stdout).expect("json");
     assert_eq!(doc["error"]["kind"], "Io");
-    let only = Command::new(exe)
+    let only = crate::exe::command()
         .args([
             "diff".as_ref(),
             a.as_os_str(),

@@ -195,7 +195,7 @@ fn repeated_tensor_names_are_told_with_both_entries() {
         "{message}"
     );
     // The CLI says so too.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tensorscope"))
+    let out = crate::exe::command()
         .arg("validate")
         .arg(&p)
         .arg("--json")

@@ -5,6 +5,7 @@ mod cli;
 mod contract;
 mod desktop;
 mod diff;
+mod exe;
 mod export;
 mod fixtures;
 mod fuzz_regressions;
@@ -28,3 +29,4 @@ mod shipping;
 mod stats;
 #[cfg(feature = "gui")]
 mod ui;
+mod windows;

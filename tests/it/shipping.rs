@@ -3,10 +3,8 @@
 //! and every flag its `--help` lists, and `--version` says what a bug
 //! report needs.
 
-use std::process::Command;
-
 fn tensorscope(args: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tensorscope"))
+    let out = crate::exe::command()
         .args(args)
         .env_remove("DISPLAY")
         .env_remove("WAYLAND_DISPLAY")

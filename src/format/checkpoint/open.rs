@@ -504,6 +504,16 @@ fn check_shard_name(name: &str, torch: bool) -> Result<(), &'static str> {
     if name.split(['/', '\\']).any(|part| part == "..") {
         return Err("leaves the index's folder (`..`)");
     }
+    // Refused on every system, so that a file gets one verdict everywhere.
+    if name.contains(':') {
+        return Err("names a drive or a Windows alternate data stream (`:`)");
+    }
+    if name
+        .split(['/', '\\'])
+        .any(crate::platform::paths::is_windows_device_name)
+    {
+        return Err("names a Windows device (CON, NUL, COM1, …)");
+    }
     let extension = name.rsplit_once('.').map_or("", |(_, e)| e);
     if torch {
         if extension != "safetensors" && !crate::format::TORCH_EXTENSIONS.contains(&extension) {
@@ -721,6 +731,11 @@ mod tests {
             "x.json",
             "x.bin.exe",
             "x\0.safetensors",
+            "\\\\server\\share\\x.safetensors",
+            "model.safetensors:stream.safetensors",
+            "sub/c:x.safetensors",
+            "nul.safetensors",
+            "sub\\COM1.bin",
         ] {
             assert!(check_shard_name(bad, true).is_err(), "{bad:?}");
         }

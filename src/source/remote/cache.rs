@@ -11,7 +11,7 @@
 //!   Last-Modified, and size) and how much of its start (the header) is in
 //!   `data`. A version the server no longer has empties the entry.
 //!
-//! Entries are used under a shared `flock` on `data`; eviction (the cap,
+//! Entries are used under a shared lock on their `lock` file; eviction (the cap,
 //! [`Settings::cache_max`], least recently used first) removes only entries
 //! whose lock it can take exclusively, so it never takes bytes from under
 //! another process. A removed file stays readable by whoever has it mapped.
@@ -23,6 +23,12 @@ use std::sync::Mutex;
 
 use super::version::Version;
 use super::{RemoteError, Settings};
+use crate::platform::lock::{Lock, try_lock};
+use crate::platform::sparse;
+
+/// The file an entry's lock is taken on (never its data: Windows' locks
+/// would forbid reading and writing it).
+const LOCK_FILE: &str = "lock";
 
 /// The largest request for tensor bytes, and the unit of eviction: 4 MiB.
 pub const CHUNK: u64 = 4 << 20;
@@ -47,6 +53,8 @@ pub struct Entry {
     /// The entry's folder.
     dir: Option<PathBuf>,
     data: Mutex<File>,
+    /// The entry's `lock` file, held shared while the entry is open.
+    lock: Option<File>,
     /// The version and header extent found on disk at open, if any.
     stored: Option<(Version, u64)>,
     /// The bitmap found on disk, if it matched the stored version.
@@ -100,7 +108,7 @@ impl Entry {
             .truncate(false)
             .open(&data_path)
             .map_err(|e| cache_error(&data_path, "cannot be opened", &e))?;
-        lock(&data, false);
+        let lock = lock_entry(&dir, Lock::Shared);
         let meta: Option<Meta> = std::fs::read(dir.join("meta.json"))
             .ok()
             .filter(|t| t.len() < 1 << 20)
@@ -120,6 +128,7 @@ impl Entry {
         Ok(Self {
             dir: Some(dir),
             data: Mutex::new(data),
+            lock,
             stored,
             stored_chunks,
         })
@@ -158,7 +167,6 @@ impl Entry {
                 let _ = std::fs::remove_file(dir.join("chunks"));
                 std::fs::rename(&fresh, dir.join("data"))
                     .map_err(|e| cache_error(&fresh, "cannot be renamed", &e))?;
-                lock(&f, false);
                 *self
                     .data
                     .lock()
@@ -236,15 +244,18 @@ impl Entry {
     /// Gives the disk of `range` (whole chunks) back: the bytes read as
     /// zeros again. Only while no other process holds the entry.
     pub fn punch(&self, range: std::ops::Range<u64>) -> bool {
+        let Some(held) = &self.lock else {
+            return false;
+        };
+        if !try_lock(held, Lock::Exclusive) {
+            return false;
+        }
         let f = self
             .data
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if !lock(&f, true) {
-            return false;
-        }
-        let done = punch_hole(&f, range);
-        lock(&f, false);
+        let done = sparse::punch_hole(&f, range);
+        try_lock(held, Lock::Shared);
         done
     }
 
@@ -299,72 +310,22 @@ fn replace(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
-/// Takes the entry's lock, shared or (without waiting) exclusive; true
-/// when it is held. Without `flock`, always true.
-#[cfg(unix)]
-fn lock(f: &File, exclusive: bool) -> bool {
-    use std::os::fd::AsRawFd as _;
-    let op = if exclusive {
-        libc::LOCK_EX | libc::LOCK_NB
-    } else {
-        libc::LOCK_SH | libc::LOCK_NB
-    };
-    #[allow(unsafe_code)]
-    // SAFETY: flock on an open descriptor has no memory effects.
-    let r = unsafe { libc::flock(f.as_raw_fd(), op) };
-    r == 0
-}
-
-#[cfg(not(unix))]
-fn lock(_f: &File, _exclusive: bool) -> bool {
-    true
-}
-
-/// Gives a range of a file's disk space back (the file keeps its size and
-/// reads zeros there); false where the system cannot.
-#[cfg(target_os = "linux")]
-pub(crate) fn punch_hole(f: &File, range: std::ops::Range<u64>) -> bool {
-    use std::os::fd::AsRawFd as _;
-    let (Ok(off), Ok(len)) = (
-        libc::off_t::try_from(range.start),
-        libc::off_t::try_from(range.end.saturating_sub(range.start)),
-    ) else {
-        return false;
-    };
-    #[allow(unsafe_code)]
-    // SAFETY: fallocate on an open descriptor has no memory effects; the
-    // file keeps its size (KEEP_SIZE), so no mapping of it faults.
-    let r = unsafe {
-        libc::fallocate(
-            f.as_raw_fd(),
-            libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
-            off,
-            len,
-        )
-    };
-    r == 0
-}
-
-/// Gives a range of a file's disk space back; false where the system cannot.
-#[cfg(not(target_os = "linux"))]
-pub(crate) fn punch_hole(_f: &File, _range: std::ops::Range<u64>) -> bool {
-    false
-}
-
 /// The disk an entry's data takes.
 fn allocated(path: &Path) -> u64 {
-    let Ok(m) = std::fs::metadata(path) else {
-        return 0;
-    };
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt as _;
-        m.blocks().saturating_mul(512)
-    }
-    #[cfg(not(unix))]
-    {
-        m.len()
-    }
+    std::fs::metadata(path).map_or(0, |m| sparse::allocated(&m))
+}
+
+/// Opens (creating) an entry's lock file and takes `lock` on it; `None`
+/// when it cannot be taken.
+fn lock_entry(dir: &Path, lock: Lock) -> Option<File> {
+    let f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(dir.join(LOCK_FILE))
+        .ok()?;
+    try_lock(&f, lock).then_some(f)
 }
 
 /// Removes whole entries, least recently used first, until the cache is
@@ -395,7 +356,9 @@ pub fn evict(root: &Path, cap: u64, keep: &[PathBuf]) -> u64 {
         if keep.contains(&path) {
             continue;
         }
-        let free = File::open(path.join("data")).map_or(true, |f| lock(&f, true));
+        // Let go of before the folder goes (Windows cannot remove a
+        // folder while a file in it is open).
+        let free = lock_entry(&path, Lock::Exclusive).is_some();
         if free && std::fs::remove_dir_all(&path).is_ok() {
             total = total.saturating_sub(size);
         }

@@ -51,8 +51,10 @@ pub fn is_remote(location: &str) -> bool {
 /// grow, the Hub's endpoint and token, the client's limits.
 #[derive(Debug, Clone)]
 pub struct Settings {
-    /// The cache folder (`$TENSORSCOPE_CACHE_DIR`, else
-    /// `$XDG_CACHE_HOME/tensorscope`, else `~/.cache/tensorscope`, else
+    /// The cache folder (`$TENSORSCOPE_CACHE_DIR`, else the platform's:
+    /// `$XDG_CACHE_HOME/tensorscope` or `~/.cache/tensorscope` on Linux,
+    /// `~/Library/Caches/tensorscope` on macOS,
+    /// `%LOCALAPPDATA%\tensorscope\cache` on Windows; else
     /// `$TMPDIR/tensorscope-cache`); `None` when none is known, and remote
     /// files cannot be opened.
     pub cache_dir: Option<PathBuf>,
@@ -79,11 +81,10 @@ impl Settings {
     /// The settings the environment gives.
     pub fn from_env() -> Self {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
-        let home = var("HOME").map(PathBuf::from);
+        let home = crate::platform::dirs::home();
         let cache_dir = var("TENSORSCOPE_CACHE_DIR")
             .map(PathBuf::from)
-            .or_else(|| var("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("tensorscope")))
-            .or_else(|| home.as_ref().map(|h| h.join(".cache").join("tensorscope")))
+            .or_else(crate::platform::dirs::cache)
             .or_else(|| var("TMPDIR").map(|d| PathBuf::from(d).join("tensorscope-cache")));
         let cache_max = var("TENSORSCOPE_CACHE_MAX")
             .and_then(|v| parse_size(&v))

@@ -1,15 +1,13 @@
 //! The `export` verb: its JSON report, and its errors as one JSON document
 //! with exit code 2.
 
-use std::process::Command;
-
 use safetensors::Dtype as RefDtype;
 
 use super::every_dtype;
 use crate::fixtures::{RefTensor, reference_file, write};
 
 fn cli(args: &[&std::ffi::OsStr]) -> (i32, serde_json::Value) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tensorscope"))
+    let out = crate::exe::command()
         .args(args)
         .output()
         .expect("run tensorscope");

@@ -16,7 +16,6 @@ mod zips;
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
 
 use serde_json::Value;
@@ -30,7 +29,7 @@ struct Outcome {
 /// Runs `tensorscope ARGS` (in `cwd` when given). Every run must end without
 /// a panic and print exactly one JSON document on stdout.
 fn tensorscope(cwd: Option<&Path>, args: &[&OsStr]) -> Outcome {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tensorscope"));
+    let mut cmd = crate::exe::command();
     cmd.args(args);
     if let Some(dir) = cwd {
         cmd.current_dir(dir);

@@ -236,10 +236,18 @@ const ADDRESS_SPACE_KIB: u64 = 3 << 20;
 /// (`ulimit -v`): it must end by an exit code, not a signal or a panic,
 /// with exactly one JSON document on stdout.
 pub fn run(cwd: &Path, args: &[&str]) -> Run {
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg(format!("ulimit -v {ADDRESS_SPACE_KIB}; exec \"$0\" \"$@\""))
-        .arg(env!("CARGO_BIN_EXE_tensorscope"))
+    // Another system's build runs in its emulator, which needs more
+    // address space than the limit: there it runs without one.
+    let mut cmd = if crate::exe::foreign() {
+        crate::exe::command()
+    } else {
+        let mut sh = Command::new("sh");
+        sh.arg("-c")
+            .arg(format!("ulimit -v {ADDRESS_SPACE_KIB}; exec \"$0\" \"$@\""))
+            .arg(env!("CARGO_BIN_EXE_tensorscope"));
+        sh
+    };
+    let out = cmd
         .args(args)
         .arg("--json")
         .current_dir(cwd)

@@ -166,7 +166,7 @@ fn no_payload_runs_and_each_is_named() {
     // Not even the text verbs run anything.
     for (name, _, _) in payloads(&canary) {
         let file = dir.path().join(name);
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_tensorscope"))
+        let out = crate::exe::command()
             .args(["info", file.to_str().expect("utf-8")])
             .current_dir(&work)
             .output()

@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use serde_json::Value;
 use tensorscope::Checkpoint;
@@ -27,7 +27,7 @@ struct Run {
 /// Runs the binary with `args`. Whatever the input, it must end with a
 /// documented exit code (0, 1 or 2) and without a panic.
 fn run(args: &[&str]) -> Run {
-    let out = Command::new(env!("CARGO_BIN_EXE_tensorscope"))
+    let out = crate::exe::command()
         .args(args)
         .stdin(Stdio::null())
         .output()

@@ -9,7 +9,6 @@ pub mod server;
 
 use std::fmt::Write as _;
 use std::path::Path;
-use std::process::Command;
 
 use server::{Body, Fault, Route, Server, without_paths};
 
@@ -18,7 +17,7 @@ const CHUNK: u64 = 4 << 20;
 
 /// Runs the binary with its own cache folder and `env`.
 fn run(cache: &Path, env: &[(&str, &str)], args: &[&str]) -> (i32, String, String) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tensorscope"));
+    let mut cmd = crate::exe::command();
     cmd.args(args)
         .env("TENSORSCOPE_CACHE_DIR", cache)
         .env("TENSORSCOPE_HTTP_TIMEOUT", "10")

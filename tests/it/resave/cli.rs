@@ -1,12 +1,10 @@
 //! The `resave` verb: its JSON report, and its errors as one JSON document
 //! with exit code 2.
 
-use std::process::Command;
-
 use super::{official, source, tricky_f32};
 
 fn cli(args: &[&std::ffi::OsStr]) -> (i32, serde_json::Value, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tensorscope"))
+    let out = crate::exe::command()
         .args(args)
         .output()
         .expect("run tensorscope");

@@ -2,13 +2,12 @@
 //! a sharded model.
 
 use std::path::Path;
-use std::process::Command;
 
 use super::f32_bytes;
 use crate::fixtures::{RefTensor, reference_file, write};
 
 fn run_cli(args: &[&std::ffi::OsStr]) -> (i32, serde_json::Value, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tensorscope"))
+    let out = crate::exe::command()
         .args(args)
         .output()
         .expect("run tensorscope");

@@ -1,23 +1,27 @@
-//! Desktop integration on Linux: `tensorscope --install-desktop` installs
-//! the `.desktop` entry, the MIME types of the containers it opens
-//! (`application/x-safetensors`, `application/x-npy`, `application/x-npz`,
-//! `application/x-pytorch`, `application/x-gguf`)
-//! and the icon for the current user (XDG data dirs), and makes Tensorscope
-//! their default handler, so a double-click on a checkpoint opens it.
+//! Desktop integration on freedesktop desktops (Linux): `tensorscope
+//! --install-desktop` installs the `.desktop` entry, the MIME types of the
+//! containers it opens (`application/x-safetensors`, `application/x-npy`,
+//! `application/x-npz`, `application/x-pytorch`, `application/x-gguf`) and
+//! the icon for the current user (XDG data dirs), and makes Tensorscope
+//! their default handler, so a double-click on a checkpoint opens it;
+//! `--uninstall-desktop` removes those files and handler lines again.
 
 use std::io;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use super::Report;
+
 /// The desktop entry template (its `Exec=` line is rewritten on install).
-pub const DESKTOP_ENTRY: &str = include_str!("../../assets/tensorscope.desktop");
+pub const DESKTOP_ENTRY: &str = include_str!("../../../assets/tensorscope.desktop");
 /// The shared-mime-info description of every container opened.
-pub const MIME_XML: &str = include_str!("../../assets/tensorscope-mime.xml");
+pub const MIME_XML: &str = include_str!("../../../assets/tensorscope-mime.xml");
 /// The scalable icon.
-pub const ICON_SVG: &str = include_str!("../../assets/tensorscope.svg");
+pub const ICON_SVG: &str = include_str!("../../../assets/tensorscope.svg");
 /// The MIME type of safetensors files.
 pub const MIME_TYPE: &str = "application/x-safetensors";
 /// Every MIME type Tensorscope opens (the `.desktop` file's `MimeType=`).
+/// (`super::CONTAINERS`' MIME types; a test keeps the two lists equal.)
 pub const MIME_TYPES: &[&str] = &[
     MIME_TYPE,
     "application/x-npy",
@@ -28,46 +32,21 @@ pub const MIME_TYPES: &[&str] = &[
 /// The desktop entry's file name.
 pub const DESKTOP_FILE: &str = "tensorscope.desktop";
 
-/// What an install did, step by step.
-#[derive(Debug, Default)]
-pub struct InstallReport {
-    /// Every file created or replaced, in the order written (so a failed
-    /// install can say how far it got).
-    pub written: Vec<PathBuf>,
-    /// Helper programs run, and how each went.
-    pub steps: Vec<String>,
-}
-
-fn home_dir() -> Option<PathBuf> {
-    std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .map(PathBuf::from)
+fn missing(what: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::NotFound,
+        format!("neither XDG_{what}_HOME nor HOME is set"),
+    )
 }
 
 /// `$XDG_DATA_HOME`, else `~/.local/share`.
 pub fn data_home() -> io::Result<PathBuf> {
-    match std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
-        Some(p) => Ok(PathBuf::from(p)),
-        None => home_dir().map(|h| h.join(".local/share")).ok_or_else(|| {
-            io::Error::new(
-                io::ErrorKind::NotFound,
-                "neither XDG_DATA_HOME nor HOME is set",
-            )
-        }),
-    }
+    crate::platform::dirs::data().ok_or_else(|| missing("DATA"))
 }
 
 /// `$XDG_CONFIG_HOME`, else `~/.config`.
 pub fn config_home() -> io::Result<PathBuf> {
-    match std::env::var_os("XDG_CONFIG_HOME").filter(|v| !v.is_empty()) {
-        Some(p) => Ok(PathBuf::from(p)),
-        None => home_dir().map(|h| h.join(".config")).ok_or_else(|| {
-            io::Error::new(
-                io::ErrorKind::NotFound,
-                "neither XDG_CONFIG_HOME nor HOME is set",
-            )
-        }),
-    }
+    crate::platform::dirs::config().ok_or_else(|| missing("CONFIG"))
 }
 
 /// Quotes a path for a desktop entry's `Exec` key (the spec's rules: double
@@ -106,7 +85,7 @@ pub fn desktop_entry(exe: &Path) -> String {
         + "\n"
 }
 
-fn write(path: &Path, text: &str, report: &mut InstallReport) -> io::Result<()> {
+fn write(path: &Path, text: &str, report: &mut Report) -> io::Result<()> {
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent)?;
     }
@@ -115,7 +94,7 @@ fn write(path: &Path, text: &str, report: &mut InstallReport) -> io::Result<()> 
     Ok(())
 }
 
-fn run_tool(report: &mut InstallReport, program: &str, args: &[&std::ffi::OsStr]) -> bool {
+fn run_tool(report: &mut Report, program: &str, args: &[&std::ffi::OsStr]) -> bool {
     match Command::new(program).args(args).output() {
         Ok(out) if out.status.success() => {
             report.steps.push(format!("{program}: ok"));
@@ -138,7 +117,7 @@ fn run_tool(report: &mut InstallReport, program: &str, args: &[&std::ffi::OsStr]
 
 /// Sets the default application in `mimeapps.list` directly (used when
 /// `xdg-mime` is missing or fails).
-fn set_default_in_mimeapps(config: &Path, report: &mut InstallReport) -> io::Result<()> {
+fn set_default_in_mimeapps(config: &Path, report: &mut Report) -> io::Result<()> {
     let path = config.join("mimeapps.list");
     let old = std::fs::read_to_string(&path).unwrap_or_default();
     let lines = MIME_TYPES.iter().fold(String::new(), |mut s, t| {
@@ -177,8 +156,8 @@ fn set_default_in_mimeapps(config: &Path, report: &mut InstallReport) -> io::Res
 
 /// Installs the desktop entry, MIME type and icon for the current user
 /// and makes Tensorscope the default handler of every container it opens.
-pub fn install(exe: &Path) -> io::Result<InstallReport> {
-    let mut report = InstallReport::default();
+pub fn install(exe: &Path) -> io::Result<Report> {
+    let mut report = Report::default();
     let data = data_home()?;
     let config = config_home()?;
     let apps = data.join("applications");
@@ -212,6 +191,80 @@ pub fn install(exe: &Path) -> io::Result<InstallReport> {
     Ok(report)
 }
 
+/// The files `install` writes under the data home.
+fn installed_files(data: &Path) -> [PathBuf; 3] {
+    [
+        data.join("applications").join(DESKTOP_FILE),
+        data.join("mime/packages/tensorscope.xml"),
+        data.join("icons/hicolor/scalable/apps/tensorscope.svg"),
+    ]
+}
+
+/// `mimeapps.list` without Tensorscope as a default handler: our entry
+/// taken out of each of our types' lists, a line left empty dropped.
+fn without_our_defaults(old: &str) -> String {
+    let mut out = String::new();
+    let mut in_defaults = false;
+    for l in old.lines() {
+        let trimmed = l.trim();
+        if trimmed.starts_with('[') {
+            in_defaults = trimmed == "[Default Applications]";
+        } else if in_defaults
+            && let Some((key, value)) = trimmed.split_once('=')
+            && MIME_TYPES.contains(&key.trim())
+        {
+            let rest: Vec<&str> = value
+                .split(';')
+                .filter(|d| !d.is_empty() && *d != DESKTOP_FILE)
+                .collect();
+            if !rest.is_empty() {
+                out.push_str(key.trim());
+                out.push('=');
+                out.push_str(&rest.join(";"));
+                out.push_str(";\n");
+            }
+            continue;
+        }
+        out.push_str(l);
+        out.push('\n');
+    }
+    out
+}
+
+/// Removes what `install` wrote for the current user: the entry, the MIME
+/// types, the icon, and Tensorscope as the default handler; other
+/// applications' lines in `mimeapps.list` stay as they are.
+pub fn uninstall() -> io::Result<Report> {
+    let mut report = Report::default();
+    let data = data_home()?;
+    for path in installed_files(&data) {
+        match std::fs::remove_file(&path) {
+            Ok(()) => report.removed.push(path),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    run_tool(
+        &mut report,
+        "update-mime-database",
+        &[data.join("mime").as_os_str()],
+    );
+    let apps = data.join("applications");
+    run_tool(&mut report, "update-desktop-database", &[apps.as_os_str()]);
+    let list = config_home()?.join("mimeapps.list");
+    if let Ok(old) = std::fs::read_to_string(&list) {
+        let new = without_our_defaults(&old);
+        if new != old {
+            std::fs::write(&list, new)?;
+            report.steps.push(format!(
+                "{}: Tensorscope is no longer a default handler",
+                list.display()
+            ));
+        }
+    }
+    Ok(report)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -232,6 +285,16 @@ mod tests {
     }
 
     #[test]
+    fn uninstall_takes_only_our_entries_out_of_mimeapps_list() {
+        let old = "[Added Associations]\napplication/x-npy=tensorscope.desktop;\n[Default Applications]\napplication/x-safetensors=tensorscope.desktop;\napplication/x-npy=other.desktop;tensorscope.desktop;\ntext/plain=tensorscope.desktop;\n";
+        let new = without_our_defaults(old);
+        assert_eq!(
+            new,
+            "[Added Associations]\napplication/x-npy=tensorscope.desktop;\n[Default Applications]\napplication/x-npy=other.desktop;\ntext/plain=tensorscope.desktop;\n"
+        );
+    }
+
+    #[test]
     fn mimeapps_list_is_updated_in_place() {
         let tmp = tempfile::tempdir().expect("tempdir");
         let dir = tmp.path();
@@ -240,7 +303,7 @@ mod tests {
             "[Added Associations]\ntext/plain=x.desktop;\n[Default Applications]\napplication/x-safetensors=old.desktop;\ntext/plain=x.desktop;\n",
         )
         .expect("write");
-        let mut r = InstallReport::default();
+        let mut r = Report::default();
         set_default_in_mimeapps(dir, &mut r).expect("set");
         let s = std::fs::read_to_string(dir.join("mimeapps.list")).expect("read");
         for t in MIME_TYPES {

@@ -98,7 +98,7 @@ fn write_stdout(bytes: &[u8]) -> i32 {
     let mut stdout = std::io::stdout().lock();
     match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
         Ok(()) => EXIT_OK,
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => EXIT_OK,
+        Err(e) if tensorscope::platform::pipe::reader_closed(&e) => EXIT_OK,
         Err(e) => {
             eprintln!("tensorscope: cannot write to stdout: {e}");
             EXIT_ERROR

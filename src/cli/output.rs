@@ -89,7 +89,7 @@ impl Output {
     fn check(&mut self, result: io::Result<()>) {
         if let Err(e) = result {
             self.closed = true;
-            if e.kind() != io::ErrorKind::BrokenPipe {
+            if !tensorscope::platform::pipe::reader_closed(&e) {
                 self.failed = true;
                 eprintln!("tensorscope: cannot write output: {e}");
             }

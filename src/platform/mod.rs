@@ -12,6 +12,7 @@
 //! - [`desktop`]: the double-click integration (freedesktop's entry and MIME
 //!   types, the Windows registry's ProgIDs; a macOS bundle declares its own
 //!   in its `Info.plist`);
+//! - [`pipe`]: a closed pipe told apart from a failed write;
 //! - [`sparse`]: giving a cache file's disk back (Linux);
 //! - [`open_files`]: files the desktop asks a running explorer to open
 //!   (macOS delivers Finder's double-clicks, *Open With* and drops on the
@@ -25,6 +26,7 @@ pub mod lock;
 mod macos;
 pub mod open_files;
 pub mod paths;
+pub mod pipe;
 pub mod sparse;
 #[cfg(windows)]
 pub mod windows;

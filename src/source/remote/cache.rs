@@ -165,12 +165,14 @@ impl Entry {
                     .open(&fresh)
                     .map_err(|e| cache_error(&fresh, "cannot be created", &e))?;
                 let _ = std::fs::remove_file(dir.join("chunks"));
-                std::fs::rename(&fresh, dir.join("data"))
-                    .map_err(|e| cache_error(&fresh, "cannot be renamed", &e))?;
+                // Our handle of the old data closed first: Windows does not
+                // rename over a file this process holds open.
                 *self
                     .data
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner) = f;
+                std::fs::rename(&fresh, dir.join("data"))
+                    .map_err(|e| cache_error(&fresh, "cannot be renamed", &e))?;
             }
         }
         let data = self

@@ -314,7 +314,12 @@ fn info_json_describes_every_sample_quantization() {
         // GPTQ has a quantize_config.json too: config.json comes first.
         let config = q["config"].as_str().expect("config is a path");
         assert!(config.ends_with("config.json"), "{sample_name}: {config}");
-        assert_eq!(Path::new(config), dir.join("config.json"), "{sample_name}");
+        // (Windows joins with `\`, also onto a path given with `/`.)
+        assert_eq!(
+            Path::new(&config.replace('\\', "/")),
+            dir.join("config.json"),
+            "{sample_name}"
+        );
         assert_eq!(q["config_problems"], serde_json::json!([]), "{sample_name}");
         let oracle = open_oracle(sample_name);
         let want_tensors = oracle_tensors(&oracle);

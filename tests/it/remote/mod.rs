@@ -538,6 +538,11 @@ fn hub_paths_send_the_token_to_the_endpoint_only() {
 #[cfg(unix)]
 #[test]
 fn the_cache_stays_under_its_cap() {
+    if crate::exe::foreign() {
+        // Within a file the cap punches holes, which only Linux does here
+        // (platform::sparse): elsewhere it counts whole entries.
+        return;
+    }
     let file = model(&[("a", 3_000_000), ("b", 3_000_000), ("c", 3_000_000)], 5);
     let s = Server::start();
     s.file("/m.safetensors", file.clone());

@@ -23,8 +23,6 @@
 //! and prints the seconds, GB/s of checkpoint bytes, and `series` over
 //! `stats`.
 
-use std::fmt::Write as _;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -35,7 +33,7 @@ use tensorscope::stats::{StatsOptions, scan};
 
 #[allow(dead_code, reason = "each benchmark uses part of what they share")]
 mod common;
-use common::{best_of, sum_mapped};
+use common::{best_of, sum_mapped, weights, write_f32_file};
 
 const ROWS: usize = 1024;
 const COLS: usize = 4096;
@@ -71,50 +69,6 @@ fn args() -> Args {
     a
 }
 
-/// xorshift values in ±0.02.
-fn weights(seed: u64, n: usize) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            ((s >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 0.04
-        })
-        .collect()
-}
-
-/// A safetensors file of F32 `[ROWS, COLS]` tensors.
-fn write_file(path: &Path, tensors: &[(String, Vec<f32>)]) {
-    let mut header = String::from("{");
-    let mut offset = 0usize;
-    for (i, (name, v)) in tensors.iter().enumerate() {
-        let end = offset + 4 * v.len();
-        if i > 0 {
-            header.push(',');
-        }
-        let _ = write!(
-            header,
-            "\"{name}\":{{\"dtype\":\"F32\",\"shape\":[{ROWS},{COLS}],\"data_offsets\":[{offset},{end}]}}"
-        );
-        offset = end;
-    }
-    header.push('}');
-    while (8 + header.len()) % 8 != 0 {
-        header.push(' ');
-    }
-    let mut f = std::io::BufWriter::new(std::fs::File::create(path).expect("create"));
-    f.write_all(&(header.len() as u64).to_le_bytes())
-        .expect("write");
-    f.write_all(header.as_bytes()).expect("write");
-    for (_, v) in tensors {
-        for x in v {
-            f.write_all(&x.to_le_bytes()).expect("write");
-        }
-    }
-    f.flush().expect("flush");
-}
-
 /// The run: `steps` folders, each tensor the one before plus a small
 /// update, the first one frozen.
 fn write_run(root: &Path, a: &Args) -> Vec<PathBuf> {
@@ -141,7 +95,7 @@ fn write_run(root: &Path, a: &Args) -> Vec<PathBuf> {
             }
         }
         let file = dir.join("model.safetensors");
-        write_file(&file, &tensors);
+        write_f32_file(&file, &tensors, [ROWS, COLS]);
         std::fs::write(
             dir.join("trainer_state.json"),
             format!("{{\"global_step\": {}}}", 100 * (k + 1)),

@@ -19,9 +19,8 @@
 //! Wine's own start (a `--version` run, timed too) is part of the `.exe`'s
 //! figure, as a user would meet it.
 
-use std::fmt::Write as _;
-use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::ffi::OsStr;
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -29,7 +28,7 @@ use tensorscope::format::Checkpoint;
 
 #[allow(dead_code, reason = "each benchmark uses part of what they share")]
 mod common;
-use common::{best_of, sum_mapped};
+use common::{best_of, sum_mapped, weights, write_f32_file};
 
 const ROWS: usize = 1024;
 const COLS: usize = 4096;
@@ -70,48 +69,19 @@ fn args() -> Args {
     a
 }
 
-/// A safetensors file of `count` F32 `[ROWS, COLS]` tensors of xorshift
-/// values in ±0.02.
-fn write_file(path: &Path, count: usize) {
-    let per = ROWS * COLS;
-    let mut header = String::from("{");
-    for i in 0..count {
-        if i > 0 {
-            header.push(',');
-        }
-        let _ = write!(
-            header,
-            "\"model.layers.{i}.mlp.up_proj.weight\":{{\"dtype\":\"F32\",\"shape\":[{ROWS},{COLS}],\"data_offsets\":[{},{}]}}",
-            4 * per * i,
-            4 * per * (i + 1)
-        );
-    }
-    header.push('}');
-    while (8 + header.len()) % 8 != 0 {
-        header.push(' ');
-    }
-    let mut f = std::io::BufWriter::new(std::fs::File::create(path).expect("create"));
-    f.write_all(&(header.len() as u64).to_le_bytes())
-        .expect("write");
-    f.write_all(header.as_bytes()).expect("write");
-    let mut s: u64 = 0x9e37_79b9_7f4a_7c15;
-    for _ in 0..count * per {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        let x = ((s >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 0.04;
-        f.write_all(&x.to_le_bytes()).expect("write");
-    }
-    f.flush().expect("flush");
-}
-
-/// The best wall time of `program ARGS` over `runs` runs; panics when it
-/// fails.
-fn time_command(runs: usize, program: &[&std::ffi::OsStr], args: &[&std::ffi::OsStr]) -> Duration {
+/// The best wall time of `program ARGS` over `runs` runs (with `env`);
+/// panics when it fails.
+fn time_command(
+    runs: usize,
+    program: &[&OsStr],
+    args: &[&OsStr],
+    env: &[(&str, &OsStr)],
+) -> Duration {
     best_of(runs, || {
         let out = Command::new(program[0])
             .args(&program[1..])
             .args(args)
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .output()
@@ -141,14 +111,23 @@ fn main() {
         },
         PathBuf::from,
     );
-    let wine_env = [
+    let wine_env: [(&str, &OsStr); 2] = [
         ("WINEPREFIX", prefix.as_os_str()),
         ("WINEDEBUG", "-all".as_ref()),
     ];
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("bench.safetensors");
     let count = (a.mib << 20) / (4 * ROWS * COLS);
-    write_file(&path, count.max(1));
+    let tensors: Vec<(String, Vec<f32>)> = (0..count.max(1))
+        .map(|i| {
+            (
+                format!("model.layers.{i}.mlp.up_proj.weight"),
+                weights(i as u64 + 1, ROWS * COLS),
+            )
+        })
+        .collect();
+    write_f32_file(&path, &tensors, [ROWS, COLS]);
+    drop(tensors);
     let ck = Checkpoint::open(&path).expect("open");
     let size = std::fs::metadata(&path).expect("meta").len();
     let bytes = ck
@@ -164,31 +143,19 @@ fn main() {
     drop(ck);
 
     let file = path.as_os_str();
-    let stats_args: [&std::ffi::OsStr; 3] = ["stats".as_ref(), file, "--json".as_ref()];
-    let linux = time_command(a.runs, &[a.linux.as_os_str()], &stats_args);
-    let mut wine = Command::new("wineserver");
-    wine.arg("-p").envs(wine_env);
-    let _ = wine.status();
-    let with_env = |runs: usize, args: &[&std::ffi::OsStr]| {
-        best_of(runs, || {
-            let out = Command::new("wine")
-                .arg(&a.exe)
-                .args(args)
-                .envs(wine_env)
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .output()
-                .expect("run wine");
-            assert!(
-                out.status.success(),
-                "wine {args:?}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        })
-    };
-    let start = with_env(a.runs, &["--version".as_ref()]);
-    let windows = with_env(a.runs, &stats_args);
-    let _ = Command::new("wineserver").arg("-k").envs(wine_env).status();
+    let stats_args: [&OsStr; 3] = ["stats".as_ref(), file, "--json".as_ref()];
+    let linux = time_command(a.runs, &[a.linux.as_os_str()], &stats_args, &[]);
+    let _ = Command::new("wineserver")
+        .arg("-p")
+        .envs(wine_env.iter().copied())
+        .status();
+    let wine: [&OsStr; 2] = ["wine".as_ref(), a.exe.as_os_str()];
+    let start = time_command(a.runs, &wine, &["--version".as_ref()], &wine_env);
+    let windows = time_command(a.runs, &wine, &stats_args, &wine_env);
+    let _ = Command::new("wineserver")
+        .arg("-k")
+        .envs(wine_env.iter().copied())
+        .status();
 
     let gbs = |d: Duration| bytes as f64 / d.as_secs_f64() / 1e9;
     println!(

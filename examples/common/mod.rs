@@ -1,6 +1,9 @@
 //! What the benchmarks share: thread pools, best-of timing, and a plain
 //! read of the mapped bytes (the machine's own bandwidth beside a figure).
 
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use tensorscope::format::Checkpoint;
@@ -75,4 +78,49 @@ pub fn sum_mapped(ck: &Checkpoint) -> u64 {
                 .reduce(|| 0, u64::wrapping_add)
         })
         .reduce(|| 0, u64::wrapping_add)
+}
+
+/// `n` xorshift values in ±0.02 from `seed`.
+pub fn weights(seed: u64, n: usize) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            ((s >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 0.04
+        })
+        .collect()
+}
+
+/// A safetensors file of F32 tensors, each of `shape`.
+pub fn write_f32_file(path: &Path, tensors: &[(String, Vec<f32>)], shape: [usize; 2]) {
+    let [rows, cols] = shape;
+    let mut header = String::from("{");
+    let mut offset = 0usize;
+    for (i, (name, v)) in tensors.iter().enumerate() {
+        let end = offset + 4 * v.len();
+        if i > 0 {
+            header.push(',');
+        }
+        let _ = write!(
+            header,
+            "\"{name}\":{{\"dtype\":\"F32\",\"shape\":[{rows},{cols}],\"data_offsets\":[{offset},{end}]}}"
+        );
+        offset = end;
+    }
+    header.push('}');
+    while (8 + header.len()) % 8 != 0 {
+        header.push(' ');
+    }
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).expect("create"));
+    f.write_all(&(header.len() as u64).to_le_bytes())
+        .expect("write");
+    f.write_all(header.as_bytes()).expect("write");
+    for (_, v) in tensors {
+        for x in v {
+            f.write_all(&x.to_le_bytes()).expect("write");
+        }
+    }
+    f.flush().expect("flush");
 }

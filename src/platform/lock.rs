@@ -27,6 +27,32 @@ pub fn try_lock(file: &File, lock: Lock) -> bool {
     }
 }
 
+/// Makes the shared lock this handle holds exclusive, without waiting;
+/// false (the shared lock still held) when another holder is there. Unix
+/// converts a lock in place; Windows cannot, so the shared lock is let go
+/// of and the exclusive one tried, and on failure the shared one taken
+/// again.
+pub fn upgrade(file: &File) -> bool {
+    if cfg!(windows) {
+        let _ = file.unlock();
+        if file.try_lock().is_ok() {
+            return true;
+        }
+        let _ = file.lock_shared();
+        false
+    } else {
+        file.try_lock().is_ok()
+    }
+}
+
+/// Makes the exclusive lock this handle holds shared again.
+pub fn downgrade(file: &File) {
+    if cfg!(windows) {
+        let _ = file.unlock();
+    }
+    let _ = file.lock_shared();
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -43,5 +69,22 @@ mod tests {
         assert!(!try_lock(&c, Lock::Exclusive));
         drop((a, b));
         assert!(try_lock(&c, Lock::Exclusive));
+    }
+
+    #[test]
+    fn a_shared_lock_is_upgraded_only_when_it_is_the_only_one() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("lock");
+        let a = File::create(&path).expect("create");
+        let b = File::open(&path).expect("open");
+        assert!(try_lock(&a, Lock::Shared));
+        assert!(try_lock(&b, Lock::Shared));
+        assert!(!upgrade(&a), "b holds it too");
+        drop(b);
+        assert!(upgrade(&a));
+        let c = File::open(&path).expect("open");
+        assert!(!try_lock(&c, Lock::Shared), "exclusive now");
+        downgrade(&a);
+        assert!(try_lock(&c, Lock::Shared), "shared again");
     }
 }

@@ -13,14 +13,18 @@
 //!   types, the Windows registry's ProgIDs; a macOS bundle declares its own
 //!   in its `Info.plist`);
 //! - [`pipe`]: a closed pipe told apart from a failed write;
-//! - [`sparse`]: giving a cache file's disk back (Linux);
+//! - [`sparse`]: sparse files for the remote cache (NTFS must be asked)
+//!   and their holes punched (Linux, Windows);
 //! - [`open_files`]: files the desktop asks a running explorer to open
 //!   (macOS delivers Finder's double-clicks, *Open With* and drops on the
-//!   Dock icon as events, not as arguments).
+//!   Dock icon as events, not as arguments; `macos` receives them);
+//! - [`icons`]: the app icon's ICNS (macOS bundle) and ICO (Windows)
+//!   containers, written on any OS by `examples/icons.rs`.
 
 pub mod desktop;
 pub mod dirs;
 pub mod fault;
+pub mod icons;
 pub mod lock;
 #[cfg(target_os = "macos")]
 mod macos;

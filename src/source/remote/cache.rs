@@ -23,7 +23,7 @@ use std::sync::Mutex;
 
 use super::version::Version;
 use super::{RemoteError, Settings};
-use crate::platform::lock::{Lock, try_lock};
+use crate::platform::lock::{Lock, downgrade, try_lock, upgrade};
 use crate::platform::sparse;
 
 /// The file an entry's lock is taken on (never its data: Windows' locks
@@ -108,6 +108,7 @@ impl Entry {
             .truncate(false)
             .open(&data_path)
             .map_err(|e| cache_error(&data_path, "cannot be opened", &e))?;
+        sparse::make_sparse(&data);
         let lock = lock_entry(&dir, Lock::Shared);
         let meta: Option<Meta> = std::fs::read(dir.join("meta.json"))
             .ok()
@@ -164,6 +165,7 @@ impl Entry {
                     .truncate(true)
                     .open(&fresh)
                     .map_err(|e| cache_error(&fresh, "cannot be created", &e))?;
+                sparse::make_sparse(&f);
                 let _ = std::fs::remove_file(dir.join("chunks"));
                 // Our handle of the old data closed first: Windows does not
                 // rename over a file this process holds open.
@@ -249,7 +251,7 @@ impl Entry {
         let Some(held) = &self.lock else {
             return false;
         };
-        if !try_lock(held, Lock::Exclusive) {
+        if !upgrade(held) {
             return false;
         }
         let f = self
@@ -257,7 +259,7 @@ impl Entry {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let done = sparse::punch_hole(&f, range);
-        try_lock(held, Lock::Shared);
+        downgrade(held);
         done
     }
 
@@ -314,7 +316,7 @@ fn replace(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 
 /// The disk an entry's data takes.
 fn allocated(path: &Path) -> u64 {
-    std::fs::metadata(path).map_or(0, |m| sparse::allocated(&m))
+    sparse::allocated(path)
 }
 
 /// Opens (creating) an entry's lock file and takes `lock` on it; `None`

@@ -175,18 +175,23 @@ mod weighted;
 
 pub(crate) use counting::{count_bytes, count_f6, count_u16, for_each_hit};
 pub(crate) use histogram::{F32Guess, histogram_block, histogram_f32};
+// On other CPUs than x86-64 the vector copies, their only users, are not
+// compiled (the same for the items marked in `prefix.rs`).
+#[cfg_attr(not(target_arch = "x86_64"), allow(unused_imports))]
 pub(crate) use moments::{
     F32Lanes, Wide, block_f64, block_f64_in, block_f64_with, block_wide, block_wide_by, f32_bytes,
     fold_lanes, fold_range, scan_groups,
 };
 #[cfg(test)]
 pub(crate) use prefix::count_prefixes_f32;
+#[cfg_attr(not(target_arch = "x86_64"), allow(unused_imports))]
 pub(crate) use prefix::{
     BLOOM_BITS, BUCKETS, Hits, Keyed, MARK_WORDS, PART, PREFIX_BITS, Prefilter, Prefilter64, Tally,
     count_prefixes, for_each_marked, for_each_marked_f32, key32, marked,
 };
 #[cfg(test)]
 pub(crate) use weighted::count_pair_prefixes;
+#[cfg_attr(not(target_arch = "x86_64"), allow(unused_imports))]
 pub(crate) use weighted::{
     PairLanes, PairScan, PairScanCount, marked_codes, nibble_counts, pairs_block,
     pairs_block_counting, scan_count_pairs, scan_pairs,

@@ -226,6 +226,8 @@ pub(crate) fn for_each_marked<K: Keyed>(
 }
 
 /// [`for_each_marked`] of little-endian f32 bytes.
+// Called by the x86-64 vector copies only (and their tests).
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 #[allow(clippy::inline_always)]
 #[inline(always)]
 pub(crate) fn for_each_marked_f32(bytes: &[u8], marks: &[u64; MARK_WORDS], hits: &mut Hits<'_>) {
@@ -307,6 +309,8 @@ fn bloom_index(p: u32) -> u32 {
 ///
 /// A candidate is then kept only if its bucket is marked, so every copy
 /// calls `hit` with exactly the keys the portable filter does.
+// Its fields are read by the x86-64 vector copies only.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Prefilter {
     pub origin: f32,
@@ -406,6 +410,8 @@ fn edge_error(edges: &[f64], min: f64, exact_scale: f64) -> f64 {
 /// normal range), and `margin` covers the roundings of `t` (at most
 /// `bins·2^−51`), those of the edges and those of the test itself. The
 /// bloom bit of a value is `(bits >> 44) mod 1024`.
+// Its fields are read by the x86-64 vector copies only.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Prefilter64 {
     pub origin: f64,

@@ -80,7 +80,8 @@ fn set_recording(
     }
     reg.set(key, name, value)?;
     let shown = if name.is_empty() { "(default)" } else { name };
-    steps.push(format!(r"HKCU\{key}: {shown} = {value:?}"));
+    let value = if value.is_empty() { "\"\"" } else { value };
+    steps.push(format!(r"HKCU\{key}: {shown} = {value}"));
     Ok(())
 }
 
@@ -178,7 +179,7 @@ pub fn uninstall(reg: &mut dyn Registry) -> io::Result<Vec<String>> {
             }
             if reg.get(&key, "")?.as_deref() == Some(c.prog_id) {
                 reg.delete_value(&key, "")?;
-                steps.push(format!(r"removed HKCU\{key}: (default) = {:?}", c.prog_id));
+                steps.push(format!(r"removed HKCU\{key}: (default) = {}", c.prog_id));
             }
         }
     }

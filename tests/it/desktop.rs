@@ -21,13 +21,17 @@ fn install_desktop_registers_the_mime_type_and_handler() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().join("data");
     let config = dir.path().join("config");
-    let out = crate::exe::command()
-        .arg("--install-desktop")
-        .env("XDG_DATA_HOME", &data)
-        .env("XDG_CONFIG_HOME", &config)
-        .env("HOME", dir.path())
-        .output()
-        .expect("run");
+    // The program with `flag`, its XDG homes in the temporary folder.
+    let run = |flag: &str| {
+        crate::exe::command()
+            .arg(flag)
+            .env("XDG_DATA_HOME", &data)
+            .env("XDG_CONFIG_HOME", &config)
+            .env("HOME", dir.path())
+            .output()
+            .expect("run")
+    };
+    let out = run("--install-desktop");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -107,13 +111,7 @@ fn install_desktop_registers_the_mime_type_and_handler() {
     }
 
     // --uninstall-desktop takes back exactly that.
-    let out = crate::exe::command()
-        .arg("--uninstall-desktop")
-        .env("XDG_DATA_HOME", &data)
-        .env("XDG_CONFIG_HOME", &config)
-        .env("HOME", dir.path())
-        .output()
-        .expect("run");
+    let out = run("--uninstall-desktop");
     assert!(
         out.status.success(),
         "{}",

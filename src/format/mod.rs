@@ -10,7 +10,9 @@
 //! lays them out; [`crate::resave`] re-saves a checkpoint (subset, renames,
 //! metadata edits, [`crate::dtype::convert`]ed dtypes, re-sharding) with it.
 
+pub mod blocks;
 mod checkpoint;
+pub mod decode;
 mod detect;
 mod error;
 mod file;

@@ -18,6 +18,7 @@ mod file;
 mod gather;
 pub mod gguf;
 pub mod numpy;
+mod opened;
 mod prepare;
 pub mod pytorch;
 pub mod safetensors;
@@ -181,6 +182,18 @@ pub enum LoadError {
         /// Which rule it breaks, with the evidence.
         error: gguf::header::GgufError,
     },
+    /// A file of a container read through `decode` (ONNX, TensorFlow,
+    /// HDF5, Flax) that is refused (FRAMEWORKS.md).
+    Container {
+        /// The file.
+        path: PathBuf,
+        /// The rule it breaks, as `--json`'s `kind`.
+        kind: &'static str,
+        /// What was found, where.
+        message: String,
+        /// The tensor concerned, if any.
+        tensor: Option<String>,
+    },
     /// A remote file could not be read (HTTP, the cache), or changed on
     /// the server.
     Remote {
@@ -215,6 +228,7 @@ impl LoadError {
             LoadError::Numpy { error, .. } => error.kind(),
             LoadError::Pytorch { error, .. } => error.kind(),
             LoadError::Gguf { error, .. } => error.kind(),
+            LoadError::Container { kind, .. } => kind,
             LoadError::Remote { error, .. } => error.kind(),
         }
     }
@@ -250,6 +264,7 @@ impl LoadError {
             | LoadError::Numpy { path, .. }
             | LoadError::Pytorch { path, .. }
             | LoadError::Gguf { path, .. }
+            | LoadError::Container { path, .. }
             | LoadError::Remote { path, .. } => path,
         }
     }
@@ -266,6 +281,7 @@ impl LoadError {
     pub fn tensor(&self) -> Option<&str> {
         match self {
             LoadError::IndexMismatch { tensor, .. } => Some(tensor),
+            LoadError::Container { tensor, .. } => tensor.as_deref(),
             LoadError::Numpy { error, .. } => {
                 error.member().map(|m| m.strip_suffix(".npy").unwrap_or(m))
             }
@@ -357,6 +373,7 @@ impl LoadError {
             LoadError::Numpy { error, .. } => error.to_string(),
             LoadError::Pytorch { error, .. } => error.to_string(),
             LoadError::Gguf { error, .. } => error.to_string(),
+            LoadError::Container { message, .. } => message.clone(),
             LoadError::Changed { was, now, .. } => {
                 format!(
                     "the file changed while being read: it is now {now} bytes, {was} were expected; reopen it"

@@ -23,6 +23,7 @@ mod parse;
 mod prepare;
 pub mod pytorch;
 pub mod stored;
+pub mod tensorflow;
 pub mod write;
 pub mod zip;
 

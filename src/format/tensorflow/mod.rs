@@ -5,8 +5,8 @@
 //!
 //! [`open`] reads the table only (block CRCs, keys, every entry's shard,
 //! size and extent against its data file's size); tensor bytes are read
-//! later by the [`Decode`](crate::format::decode::Decode)rs it hands back,
-//! which check each tensor's CRC-32C. Tensors are the keys as stored; the
+//! later by the decoders it hands back ([`Whole`], [`Sliced`]), which
+//! check each tensor's CRC-32C. Tensors are the keys as stored; the
 //! header (the empty key), `DT_STRING` entries (listed in the metadata)
 //! and the slices of partitioned tensors (keys starting with `\0`) are not
 //! tensors. A partitioned tensor is assembled from its slices.

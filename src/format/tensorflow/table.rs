@@ -195,13 +195,17 @@ fn block<'a>(
     Ok(contents)
 }
 
+/// What [`walk`] calls with each entry: its full key, its value and its
+/// file offset.
+type Visit<'v, 'a> = dyn FnMut(&[u8], &'a [u8], u64) -> Result<(), TensorflowError> + 'v;
+
 /// Calls `f` with each entry of `block` (at file offset `offset`): its
 /// full key, its value and its file offset.
 fn walk<'a>(
     block: &'a [u8],
     offset: u64,
     which: &'static str,
-    f: &mut dyn FnMut(&[u8], &'a [u8], u64) -> Result<(), TensorflowError>,
+    f: &mut Visit<'_, 'a>,
 ) -> Result<(), TensorflowError> {
     let bad = |rule: &str, at: usize| TensorflowError::BadBlock {
         which,

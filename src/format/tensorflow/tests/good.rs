@@ -82,6 +82,10 @@ fn a_bundle_of_every_dtype_over_two_shards() {
 }
 
 #[test]
+#[allow(
+    clippy::many_single_char_names,
+    reason = "tensors a and b, as the comment names them"
+)]
 fn partitioned_tensors_are_assembled_from_their_slices() {
     let mut w = Writer::new(2);
     // [5, 3] cut in rows 0..2 and 2..5; [4, 6] in a 2 x 2 grid of uneven cells.
@@ -150,13 +154,13 @@ fn a_whole_dimension_slice_has_no_length() {
 #[test]
 fn many_entries_over_many_blocks() {
     let mut w = Writer::new(1);
-    for i in 0..500 {
+    for i in 0..500i32 {
         w.add(
             format!("layer_{i:04}/kernel").as_bytes(),
             3,
             &[1],
             0,
-            &(i as i32).to_le_bytes(),
+            &i.to_le_bytes(),
         );
     }
     let index = w.index();

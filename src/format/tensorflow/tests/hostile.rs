@@ -213,6 +213,10 @@ fn keys_out_of_order_are_refused() {
 }
 
 #[test]
+#[allow(
+    clippy::many_single_char_names,
+    reason = "short-lived blocks in a row of cases"
+)]
 fn broken_blocks_are_refused() {
     let w = one_tensor();
     let h = pw::header(&w.header);
@@ -410,4 +414,98 @@ fn slice_faults_are_refused() {
             ..
         })
     ));
+}
+
+/// A small deterministic generator (xorshift64*), for mutations.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+/// Flips, sets, inserts or removes a few bytes of `v`.
+fn mutate(rng: &mut Rng, v: &mut Vec<u8>) {
+    for _ in 0..=rng.below(3) {
+        let at = rng.below(v.len());
+        match rng.below(5) {
+            0 if !v.is_empty() => v[at] ^= 1 << rng.below(8),
+            1 if !v.is_empty() => v[at] = [0, 0x7f, 0x80, 0xff][rng.below(4)],
+            2 => v.insert(at.min(v.len()), rng.next() as u8),
+            3 if !v.is_empty() => {
+                v.remove(at);
+            }
+            _ => v.truncate(at),
+        }
+    }
+}
+
+/// Opens `index` over `shards` and decodes every tensor: never a panic.
+fn open_and_read_all(index: &[u8], shards: &[Vec<u8>]) -> bool {
+    let Ok(o) = open_with(index, shards) else {
+        return false;
+    };
+    for t in &o.tensors {
+        let n = t.dtype.byte_len(&t.shape).unwrap_or(u64::MAX);
+        if let Ok(bytes) = read(t, index, shards) {
+            assert_eq!(bytes.len() as u64, n, "{}", t.name);
+        }
+    }
+    true
+}
+
+#[test]
+fn mutated_entries_and_blocks_never_panic() {
+    let mut w = Writer::new(2);
+    w.add(b"w", 1, &[2], 0, &f32s([1.0, 2.0]));
+    w.add(b"s", DT_STRING, &[], 1, b"\x01x");
+    let a: Vec<u8> = f32s((0..15).map(|x| x as f32));
+    w.add_sliced(
+        "a",
+        1,
+        &[5, 3],
+        4,
+        &a,
+        &[vec![(0, 2), (0, 3)], vec![(2, 3), (0, 3)]],
+    );
+    let mut all: Vec<(Vec<u8>, Vec<u8>)> = vec![(Vec::new(), pw::header(&w.header))];
+    all.extend(w.entries.iter().map(|(k, e)| (k.clone(), pw::entry(e))));
+    all.sort();
+    assert!(open_and_read_all(&table(&all, 2), &w.shards));
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut opened = 0;
+    for round in 0..3000 {
+        let mut entries = all.clone();
+        let i = rng.below(entries.len());
+        if round % 3 == 0 {
+            mutate(&mut rng, &mut entries[i].0);
+            entries.sort();
+        } else {
+            mutate(&mut rng, &mut entries[i].1);
+        }
+        let index = if round % 5 == 0 {
+            // The block's bytes themselves, re-checksummed.
+            let mut b = encode_block(&entries, 2);
+            mutate(&mut rng, &mut b);
+            table_of_blocks(&[(b, b"\xff".to_vec())])
+        } else {
+            table(&entries, 1 + rng.below(4))
+        };
+        let mut shards = w.shards.clone();
+        if round % 7 == 0 {
+            let s = rng.below(2);
+            mutate(&mut rng, &mut shards[s]);
+        }
+        opened += usize::from(open_and_read_all(&index, &shards));
+    }
+    // Some mutations keep the bundle readable (an unknown field, a value).
+    assert!(opened > 100, "{opened}");
 }

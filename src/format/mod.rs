@@ -23,6 +23,7 @@ mod prepare;
 pub mod pytorch;
 pub mod safetensors;
 pub mod stored;
+pub mod tensorflow;
 pub mod zip;
 
 use std::path::PathBuf;
@@ -47,6 +48,7 @@ pub(crate) const CONTAINERS: &[&Container] = &[
     &pytorch::CONTAINER,
     &pytorch::PICKLE,
     &numpy::CONTAINER,
+    &tensorflow::CONTAINER,
 ];
 
 impl ContainerKind {
@@ -60,6 +62,8 @@ impl ContainerKind {
     pub const PICKLE: Self = Self::of(&pytorch::PICKLE);
     /// A NumPy `.npy` file or `.npz` archive.
     pub const NUMPY: Self = Self::of(&numpy::CONTAINER);
+    /// A TensorFlow TensorBundle (`.index` and its data shards).
+    pub const TENSORFLOW: Self = Self::of(&tensorflow::CONTAINER);
 }
 
 /// The file-name extensions of the containers read (a shard index is a

@@ -103,8 +103,7 @@ pub(crate) fn into_file(
                     0 => source.len(),
                     k => others.get(k - 1).map_or(0, |(_, s)| s.len()),
                 };
-                if range.end < range.start || range.end > len || range.end - range.start != nbytes
-                {
+                if range.end < range.start || range.end > len || range.end - range.start != nbytes {
                     return Err(bad(format!(
                         "tensor {:?}: bytes {}..{} of file {file} ({len} bytes) do not hold its {nbytes} bytes",
                         t.name, range.start, range.end

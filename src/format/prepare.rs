@@ -5,8 +5,8 @@
 //! `source::scratch`).
 
 use super::LoadError;
-use super::decode::DecodeError;
 use super::TensorInfo;
+use super::decode::DecodeError;
 use super::gather::{GatherError, gather};
 use super::numpy::NumpyError;
 use super::stored::{ByteOrder, Encoding, Layout, Placement};

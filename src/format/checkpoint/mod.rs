@@ -360,7 +360,8 @@ impl Checkpoint {
             storage_offset,
             shared_storage: file.shared_storage(t.index),
             data_range: file.stored_range(t.index),
-            compressed: p.is_some_and(|p| p.storage().encoding != Encoding::Plain),
+            compressed: p
+                .is_some_and(|p| matches!(p.storage().encoding, Encoding::Deflated { .. })),
             container: file.container_facts(t.index),
         }
     }

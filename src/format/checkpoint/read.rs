@@ -72,7 +72,10 @@ impl Checkpoint {
                         .into_iter()
                         .filter(|(k, r)| {
                             !r.is_empty()
-                                && shard.file.file_source(*k).is_some_and(|s| s.remote().is_some())
+                                && shard
+                                    .file
+                                    .file_source(*k)
+                                    .is_some_and(|s| s.remote().is_some())
                         })
                         .map(move |(k, r)| (t.shard, k, r)),
                 )

@@ -70,14 +70,10 @@ fn open(o: Opening) -> Result<crate::format::StoredFile, LoadError> {
     let Opening { path, source, .. } = o;
     fetch_whole(&path, &source, MAX_INDEX)?;
     let siblings = Siblings::new(&path, source.remote().is_some());
-    let opened = super::open(source.bytes(), &prefix_of(&path), &|name| siblings.size(name))
-        .map_err(|e| refusal(&path, e.kind(), e.to_string(), e.tensor()))?;
+    let opened = super::open(source.bytes(), &prefix_of(&path), &|name| {
+        siblings.size(name)
+    })
+    .map_err(|e| refusal(&path, e.kind(), e.to_string(), e.tensor()))?;
     let others = siblings.take(&opened.files)?;
-    into_file(
-        path,
-        source,
-        ContainerKind::of(&CONTAINER),
-        opened,
-        others,
-    )
+    into_file(path, source, ContainerKind::of(&CONTAINER), opened, others)
 }

@@ -11,6 +11,7 @@
 //! and the slices of partitioned tensors (keys starting with `\0`) are not
 //! tensors. A partitioned tensor is assembled from its slices.
 
+mod container;
 mod crc;
 mod decoder;
 mod error;
@@ -30,6 +31,7 @@ use serde_json::json;
 use crate::dtype::Dtype;
 use crate::format::blocks::{self, Block, Rules};
 use crate::format::decode::{Data, Opened, Tensor};
+pub(crate) use container::CONTAINER;
 pub use decoder::{Chunk, Sliced, Whole};
 pub use error::TensorflowError;
 use error::show_key;

@@ -78,6 +78,12 @@ pub const CHECKPOINT_EXTENSIONS: &[&str] = &[
     "pth",
     "ckpt",
     "gguf",
+    "onnx",
+    "index",
+    "keras",
+    "h5",
+    "hdf5",
+    "msgpack",
 ];
 
 /// The extensions PyTorch files have (`pytorch_model.bin`, `model.pt`,

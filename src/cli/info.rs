@@ -348,7 +348,8 @@ impl InfoDoc {
                 Some([b, e]) => {
                     let _ = write!(s, "  {b}..{e}");
                 }
-                None => s.push_str("  (deflated)"),
+                None if t.compression.is_some() => s.push_str("  (deflated)"),
+                None => s.push_str("  (decoded)"),
             }
             if let Some(order) = t.byte_order {
                 let _ = write!(s, "  {order}-endian");

@@ -16,6 +16,7 @@ pub mod decode;
 mod detect;
 mod error;
 mod file;
+pub mod flax;
 mod gather;
 pub mod gguf;
 pub mod numpy;

@@ -23,6 +23,10 @@ pub mod ext;
 pub mod msgpack;
 
 #[cfg(test)]
+mod fixtures;
+#[cfg(test)]
+mod hostile;
+#[cfg(test)]
 mod tests;
 
 use std::collections::HashSet;
@@ -255,7 +259,6 @@ impl<'a> Walk<'a> {
     fn scalar(&mut self, v: &Value) -> Result<serde_json::Value, FlaxError> {
         use serde_json::Value as J;
         Ok(match v {
-            Value::Nil => J::Null,
             Value::Bool(b) => J::Bool(*b),
             Value::UInt(u) => J::from(*u),
             Value::Int(i) => J::from(*i),
@@ -271,7 +274,7 @@ impl<'a> Walk<'a> {
             }
             Value::Bin(r) => J::String(format!("<{} bytes>", r.len())),
             // Containers and exts are walked, never made metadata.
-            Value::Array(_) | Value::Map(_) | Value::Ext { .. } => J::Null,
+            Value::Nil | Value::Array(_) | Value::Map(_) | Value::Ext { .. } => J::Null,
         })
     }
 }

@@ -15,6 +15,7 @@ mod checkpoint;
 pub(crate) mod containers;
 pub mod decode;
 mod file;
+pub mod flax;
 mod gather;
 pub mod gguf;
 pub mod numpy;

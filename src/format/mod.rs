@@ -50,6 +50,7 @@ pub(crate) const CONTAINERS: &[&Container] = &[
     &pytorch::PICKLE,
     &numpy::CONTAINER,
     &tensorflow::CONTAINER,
+    &flax::CONTAINER,
 ];
 
 impl ContainerKind {
@@ -63,6 +64,8 @@ impl ContainerKind {
     pub const PICKLE: Self = Self::of(&pytorch::PICKLE);
     /// A NumPy `.npy` file or `.npz` archive.
     pub const NUMPY: Self = Self::of(&numpy::CONTAINER);
+    /// A Flax checkpoint (`flax.serialization` msgpack).
+    pub const FLAX: Self = Self::of(&flax::CONTAINER);
     /// A TensorFlow TensorBundle (`.index` and its data shards).
     pub const TENSORFLOW: Self = Self::of(&tensorflow::CONTAINER);
 }

@@ -15,7 +15,7 @@ pub(crate) const CONTAINER: Container = Container {
         (p.extension == Some("msgpack")).then(|| {
             refusal(
                 path,
-                "NotMsgpackMap",
+                "NotAMap",
                 "a Flax .msgpack file starts with a msgpack map; this one does not".into(),
                 None,
             )

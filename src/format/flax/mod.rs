@@ -18,6 +18,7 @@
 //! nothing read after the top-level map.
 
 mod chunks;
+mod container;
 mod error;
 pub mod ext;
 pub mod msgpack;
@@ -32,6 +33,7 @@ mod tests;
 use std::collections::HashSet;
 
 pub use chunks::ChunksDecoder;
+pub(crate) use container::CONTAINER;
 pub use error::FlaxError;
 use msgpack::{MAX_VALUES, Parser, Value};
 

@@ -19,6 +19,7 @@ mod file;
 mod gather;
 pub mod gguf;
 pub mod numpy;
+pub mod onnx;
 mod parse;
 mod prepare;
 pub mod pytorch;

@@ -19,6 +19,8 @@ mod tensor;
 pub mod wire;
 
 #[cfg(test)]
+mod fixtures;
+#[cfg(test)]
 mod tests;
 
 use std::collections::{HashMap, HashSet};
@@ -106,6 +108,13 @@ pub fn open(
     let mut warnings = Vec::new();
     if g.sparse > 0 {
         warnings.push(format!("{} sparse initializer(s) are not listed", g.sparse));
+    }
+    if m.dropped > 0 {
+        warnings.push(format!(
+            "{} metadata_props or opset_import entries past the first {} are not kept",
+            m.dropped,
+            model::MAX_ENTRIES
+        ));
     }
     if g.other_constants > 0 {
         warnings.push(format!(

@@ -13,6 +13,25 @@ use super::wire::{Fields, Value, fields_of};
 /// Doc strings and metadata values are kept up to this many bytes.
 pub const MAX_TEXT: usize = 4096;
 
+/// Tensors (initializers and Constant nodes) a model may hold at most: a
+/// bound on memory no real model comes near.
+pub const MAX_TENSORS: usize = 1 << 20;
+
+/// `metadata_props` and `opset_import` entries kept at most (the rest are
+/// counted, not kept).
+pub const MAX_ENTRIES: usize = 4096;
+
+/// Times a singular message field (`graph`, an attribute's `t`) may be
+/// repeated on the wire (protobuf merges the parts; onnx writes one).
+pub const MAX_PARTS: usize = 64;
+
+fn too_many_parts(at: usize, what: &str) -> OnnxError {
+    OnnxError::Protobuf {
+        at: at as u64,
+        what: format!("{what} is repeated more than {MAX_PARTS} times"),
+    }
+}
+
 /// The model's own fields.
 #[derive(Debug, Default)]
 pub struct ModelHeader {
@@ -28,10 +47,13 @@ pub struct ModelHeader {
     pub model_version: Option<i64>,
     /// `doc_string` (cut to [`MAX_TEXT`]).
     pub doc_string: Option<String>,
-    /// `opset_import` as (domain, version).
+    /// `opset_import` as (domain, version), the first [`MAX_ENTRIES`].
     pub opsets: Vec<(String, i64)>,
-    /// `metadata_props` as (key, value), values cut to [`MAX_TEXT`].
+    /// `metadata_props` as (key, value), cut to [`MAX_TEXT`], the first
+    /// [`MAX_ENTRIES`].
     pub props: Vec<(String, String)>,
+    /// `metadata_props` and `opset_import` entries not kept.
+    pub dropped: u64,
     /// The `graph` field's payloads (several merge into one graph).
     pub graph: Vec<Range<usize>>,
 }
@@ -90,7 +112,12 @@ pub fn read_model(bytes: &[u8]) -> Result<ModelHeader, OnnxError> {
             (4, Value::Len(r)) => model.domain = Some(text(bytes, r)),
             (5, Value::Varint(v)) => model.model_version = Some(*v as i64),
             (6, Value::Len(r)) => model.doc_string = Some(text(bytes, r)),
-            (7, Value::Len(r)) => model.graph.push(r.clone()),
+            (7, Value::Len(r)) => {
+                if model.graph.len() >= MAX_PARTS {
+                    return Err(too_many_parts(field.at, "the graph field"));
+                }
+                model.graph.push(r.clone());
+            }
             (8, Value::Len(r)) => {
                 let (mut domain, mut version) = (String::new(), 0i64);
                 for item in Fields::new(bytes, r.clone()) {
@@ -101,12 +128,21 @@ pub fn read_model(bytes: &[u8]) -> Result<ModelHeader, OnnxError> {
                         _ => {}
                     }
                 }
-                model.opsets.push((domain, version));
+                if model.opsets.len() < MAX_ENTRIES {
+                    model.opsets.push((domain, version));
+                } else {
+                    model.dropped += 1;
+                }
             }
             (14, Value::Len(r)) => {
+                if model.props.len() >= MAX_ENTRIES {
+                    model.dropped += 1;
+                    continue;
+                }
                 let (k, v) = entry(bytes, r.clone())?;
-                let key = String::from_utf8_lossy(k).into_owned();
-                model.props.push((key, text(v, &(0..v.len()))));
+                model
+                    .props
+                    .push((text(k, &(0..k.len())), text(v, &(0..v.len()))));
             }
             _ => {}
         }
@@ -133,16 +169,33 @@ pub fn read_graph(bytes: &[u8], parts: &[Range<usize>]) -> Result<Graph, OnnxErr
             (1, Value::Len(r)) => match read_node(bytes, r)? {
                 Node::Other => {}
                 Node::OtherConstant => graph.other_constants += 1,
-                Node::Constant(c) => graph.constants.push(c),
+                Node::Constant(c) => {
+                    check_count(&graph, field.at)?;
+                    graph.constants.push(c);
+                }
             },
             (2, Value::Len(r)) => graph.name = Some(text(bytes, r)),
-            (5, Value::Len(r)) => graph.initializers.push(r.clone()),
+            (5, Value::Len(r)) => {
+                check_count(&graph, field.at)?;
+                graph.initializers.push(r.clone());
+            }
             (10, Value::Len(r)) => graph.doc_string = Some(text(bytes, r)),
             (15, Value::Len(_)) => graph.sparse += 1,
             _ => {}
         }
     }
     Ok(graph)
+}
+
+/// Refuses a tensor past [`MAX_TENSORS`].
+fn check_count(graph: &Graph, at: usize) -> Result<(), OnnxError> {
+    if graph.initializers.len() + graph.constants.len() >= MAX_TENSORS {
+        return Err(OnnxError::Protobuf {
+            at: at as u64,
+            what: format!("the graph holds more than {MAX_TENSORS} tensors"),
+        });
+    }
+    Ok(())
 }
 
 enum Node {
@@ -195,7 +248,12 @@ fn value_tensor(bytes: &[u8], r: &Range<usize>) -> Result<Option<Vec<Range<usize
         let f = f?;
         match (f.number, &f.value) {
             (1, Value::Len(p)) => name = bytes.get(p.clone()).unwrap_or_default(),
-            (5, Value::Len(p)) => parts.push(p.clone()),
+            (5, Value::Len(p)) => {
+                if parts.len() >= MAX_PARTS {
+                    return Err(too_many_parts(f.at, "an attribute's t"));
+                }
+                parts.push(p.clone());
+            }
             _ => {}
         }
     }

@@ -155,18 +155,39 @@ pub struct TensorMsg {
     pub name: Option<String>,
     /// `data_type` (0, UNDEFINED, when absent).
     pub data_type: i64,
-    /// `dims`, as stored (signed).
+    /// `dims`, as stored (signed): the first [`MAX_RANK`] + 1 only.
     pub dims: Vec<i64>,
+    /// How many `dims` there are.
+    pub rank: u64,
     /// True when a `segment` is present.
     pub segment: bool,
     /// `raw_data`'s payload range in the file.
     pub raw: Option<Range<usize>>,
     /// Elements of each typed field: float, int32, int64, double, uint64.
     pub counts: [u64; 5],
-    /// `external_data` entries as (key, value), in order.
-    pub external: Vec<(String, String)>,
+    /// The `external_data` entries read (`location`, `offset`, `length`;
+    /// the last of each key), the others (`checksum`, ...) ignored.
+    pub external: External,
     /// `data_location` (0, DEFAULT, when absent).
     pub data_location: u64,
+}
+
+/// Dimensions a tensor may have at most (numpy's limit: `to_array`
+/// cannot make an array of more).
+pub const MAX_RANK: u64 = 64;
+
+/// Bytes an `external_data` value may have at most (a path, a number).
+const MAX_EXTERNAL_VALUE: usize = 64 << 10;
+
+/// A tensor's `external_data` keys that are read.
+#[derive(Debug, Default)]
+pub struct External {
+    /// `location`.
+    pub location: Option<String>,
+    /// `offset`, as written.
+    pub offset: Option<String>,
+    /// `length`, as written.
+    pub length: Option<String>,
 }
 
 /// The index in [`TensorMsg::counts`] of a typed field.
@@ -219,7 +240,10 @@ impl TensorMsg {
             match (f.number, &f.value) {
                 (field::DIMS, _) => {
                     wire::for_each_element(bytes, &f, Scalar::Varint, &mut |v| {
-                        msg.dims.push(v as i64);
+                        msg.rank += 1;
+                        if msg.rank <= MAX_RANK + 1 {
+                            msg.dims.push(v as i64);
+                        }
                         Ok::<_, OnnxError>(())
                     })?;
                 }
@@ -229,13 +253,27 @@ impl TensorMsg {
                 (field::RAW_DATA, Value::Len(r)) => msg.raw = Some(r.clone()),
                 (field::EXTERNAL_DATA, Value::Len(r)) => {
                     let (key, value) = entry(bytes, r.clone())?;
-                    let text = |s: &[u8]| {
-                        String::from_utf8(s.to_vec()).map_err(|_| OnnxError::Protobuf {
-                            at: f.at as u64,
-                            what: "an external_data key or value is not UTF-8".to_owned(),
-                        })
+                    let slot = match key {
+                        b"location" => &mut msg.external.location,
+                        b"offset" => &mut msg.external.offset,
+                        b"length" => &mut msg.external.length,
+                        _ => continue,
                     };
-                    msg.external.push((text(key)?, text(value)?));
+                    if value.len() > MAX_EXTERNAL_VALUE {
+                        return Err(OnnxError::Protobuf {
+                            at: f.at as u64,
+                            what: format!(
+                                "an external_data value of {} bytes (more than {MAX_EXTERNAL_VALUE})",
+                                value.len()
+                            ),
+                        });
+                    }
+                    *slot = Some(String::from_utf8(value.to_vec()).map_err(|_| {
+                        OnnxError::Protobuf {
+                            at: f.at as u64,
+                            what: "an external_data value is not UTF-8".to_owned(),
+                        }
+                    })?);
                 }
                 // A value outside the enum is kept as an unknown field by
                 // protobuf's parsers: the location stays as it was.
@@ -295,6 +333,12 @@ pub fn check_type(name: &str, t: &TensorMsg) -> Result<Typed, OnnxError> {
             type_name: type_name(t.data_type),
         });
     };
+    if t.rank > MAX_RANK {
+        return Err(OnnxError::InvalidShape {
+            tensor: name.to_owned(),
+            what: format!("{} dimensions, more than numpy's {MAX_RANK}", t.rank),
+        });
+    }
     let mut shape = Vec::with_capacity(t.dims.len());
     for (i, &d) in t.dims.iter().enumerate() {
         let Ok(d) = u64::try_from(d) else {
@@ -376,17 +420,9 @@ fn mismatch(
 /// external file's, which [`super`] asks for once every tensor passed.
 pub fn locate(name: &str, t: &TensorMsg, ty: &Typed) -> Result<Place, OnnxError> {
     if t.is_external() {
-        let mut location = None;
-        let mut offset = None;
-        let mut length = None;
-        for (k, v) in &t.external {
-            match k.as_str() {
-                "location" => location = Some(v.as_str()),
-                "offset" => offset = Some(v.as_str()),
-                "length" => length = Some(v.as_str()),
-                _ => {}
-            }
-        }
+        let location = t.external.location.as_deref();
+        let offset = t.external.offset.as_deref();
+        let length = t.external.length.as_deref();
         let invalid = |what: String| OnnxError::ExternalDataInvalid {
             tensor: name.to_owned(),
             what,

@@ -749,3 +749,32 @@ fn arbitrary_bytes_never_panic() {
         }
     }
 }
+
+#[test]
+fn what_is_kept_is_bounded() {
+    // More dimensions than numpy allows.
+    let t = raw("deep", 1, &[1; 65], &[0; 4]);
+    let e = open_local(&model(&[t], &[])).unwrap_err();
+    assert_eq!(e.kind(), "InvalidShape");
+    assert!(open_local(&model(&[raw("ok", 1, &[1; 64], &[0; 4])], &[])).is_ok());
+    // A graph field repeated past the bound.
+    let mut m = W::default();
+    for _ in 0..=model::MAX_PARTS {
+        m.msg(7, &W::default());
+    }
+    assert_eq!(open_local(&m.0).unwrap_err().kind(), "InvalidProtobuf");
+    // Metadata past the bound is counted, not kept.
+    let mut m = W::default();
+    for i in 0..model::MAX_ENTRIES + 10 {
+        m.msg(14, W::default().str(1, &format!("k{i}")).str(2, "v"));
+    }
+    let o = open_local(&m.0).unwrap();
+    assert_eq!(o.warnings.len(), 1);
+    // An external_data value of more than 64 KiB.
+    let long = "a".repeat(70_000);
+    let t = external("t", 1, &[1], &[("location", &long)]);
+    assert_eq!(
+        open_local(&model(&[t], &[])).unwrap_err().kind(),
+        "InvalidProtobuf"
+    );
+}

@@ -12,19 +12,19 @@
 
 pub mod blocks;
 mod checkpoint;
+pub(crate) mod containers;
 pub mod decode;
-mod detect;
-mod error;
 mod file;
 mod gather;
 pub mod gguf;
 pub mod numpy;
 pub mod onnx;
-mod parse;
+mod opened;
 mod prepare;
 pub mod pytorch;
+pub mod safetensors;
 pub mod stored;
-pub mod write;
+pub mod tensorflow;
 pub mod zip;
 
 use std::path::PathBuf;
@@ -33,10 +33,39 @@ use std::sync::Arc;
 pub use checkpoint::{
     Checkpoint, CheckpointKind, INDEX_FILE_NAME, Shard, StoredFacts, TensorRef, Warning,
 };
-pub use detect::detect_foreign;
-pub use error::{ForeignFormat, FormatError, FormatWarning, OverflowStage};
-pub use file::{ContainerKind, NumpyParts, StoredFile};
-pub use parse::{Header, MAX_HEADER_SIZE, N_LEN, Rejected, TensorInfo, parse, parse_explained};
+pub use containers::{Container, ContainerKind};
+pub use file::StoredFile;
+pub use numpy::NumpyParts;
+pub use safetensors::write;
+pub use safetensors::{
+    ForeignFormat, FormatError, FormatWarning, Header, MAX_HEADER_SIZE, N_LEN, OverflowStage,
+    Rejected, TensorInfo, detect_foreign, parse, parse_explained,
+};
+
+/// Every container but safetensors (the default, asked first), in the
+/// order they are asked: adding a container is its folder and its line here.
+pub(crate) const CONTAINERS: &[&Container] = &[
+    &gguf::CONTAINER,
+    &pytorch::CONTAINER,
+    &pytorch::PICKLE,
+    &numpy::CONTAINER,
+    &tensorflow::CONTAINER,
+];
+
+impl ContainerKind {
+    /// A safetensors file.
+    pub const SAFETENSORS: Self = Self::of(&safetensors::CONTAINER);
+    /// A GGUF file (llama.cpp's), or the parts of a split one.
+    pub const GGUF: Self = Self::of(&gguf::CONTAINER);
+    /// A PyTorch checkpoint (`torch.save`'s zip, or its legacy format).
+    pub const PYTORCH: Self = Self::of(&pytorch::CONTAINER);
+    /// A bare pickle: no tensors, only what its pickle names.
+    pub const PICKLE: Self = Self::of(&pytorch::PICKLE);
+    /// A NumPy `.npy` file or `.npz` archive.
+    pub const NUMPY: Self = Self::of(&numpy::CONTAINER);
+    /// A TensorFlow TensorBundle (`.index` and its data shards).
+    pub const TENSORFLOW: Self = Self::of(&tensorflow::CONTAINER);
+}
 
 /// The file-name extensions of the containers read (a shard index is a
 /// `.json`), for open dialogs' filters. Detection itself is by content.
@@ -50,6 +79,12 @@ pub const CHECKPOINT_EXTENSIONS: &[&str] = &[
     "pth",
     "ckpt",
     "gguf",
+    "onnx",
+    "index",
+    "keras",
+    "h5",
+    "hdf5",
+    "msgpack",
 ];
 
 /// The extensions PyTorch files have (`pytorch_model.bin`, `model.pt`,
@@ -158,6 +193,18 @@ pub enum LoadError {
         /// Which rule it breaks, with the evidence.
         error: gguf::header::GgufError,
     },
+    /// A file of a container read through `decode` (ONNX, TensorFlow,
+    /// HDF5, Flax) that is refused (FRAMEWORKS.md).
+    Container {
+        /// The file.
+        path: PathBuf,
+        /// The rule it breaks, as `--json`'s `kind`.
+        kind: &'static str,
+        /// What was found, where.
+        message: String,
+        /// The tensor concerned, if any.
+        tensor: Option<String>,
+    },
     /// A remote file could not be read (HTTP, the cache), or changed on
     /// the server.
     Remote {
@@ -192,6 +239,7 @@ impl LoadError {
             LoadError::Numpy { error, .. } => error.kind(),
             LoadError::Pytorch { error, .. } => error.kind(),
             LoadError::Gguf { error, .. } => error.kind(),
+            LoadError::Container { kind, .. } => kind,
             LoadError::Remote { error, .. } => error.kind(),
         }
     }
@@ -227,6 +275,7 @@ impl LoadError {
             | LoadError::Numpy { path, .. }
             | LoadError::Pytorch { path, .. }
             | LoadError::Gguf { path, .. }
+            | LoadError::Container { path, .. }
             | LoadError::Remote { path, .. } => path,
         }
     }
@@ -243,6 +292,7 @@ impl LoadError {
     pub fn tensor(&self) -> Option<&str> {
         match self {
             LoadError::IndexMismatch { tensor, .. } => Some(tensor),
+            LoadError::Container { tensor, .. } => tensor.as_deref(),
             LoadError::Numpy { error, .. } => {
                 error.member().map(|m| m.strip_suffix(".npy").unwrap_or(m))
             }
@@ -334,6 +384,7 @@ impl LoadError {
             LoadError::Numpy { error, .. } => error.to_string(),
             LoadError::Pytorch { error, .. } => error.to_string(),
             LoadError::Gguf { error, .. } => error.to_string(),
+            LoadError::Container { message, .. } => message.clone(),
             LoadError::Changed { was, now, .. } => {
                 format!(
                     "the file changed while being read: it is now {now} bytes, {was} were expected; reopen it"

@@ -5,10 +5,26 @@
 //! order as strides. Nothing is ever unpickled: object arrays are refused
 //! by their descr before a byte of their data is looked at.
 
+mod file;
 pub mod header;
 mod npz;
 
-use crate::format::parse::TensorInfo;
+pub use file::NumpyParts;
+
+/// NumPy files in the table of containers.
+pub(crate) const CONTAINER: crate::format::containers::Container =
+    crate::format::containers::Container {
+        id: "numpy",
+        label: "NumPy",
+        has_data_section: false,
+        claims: file::claims,
+        open: file::open,
+        refuse: Some(file::refuse),
+        expand: None,
+        folder: None,
+    };
+
+use crate::format::TensorInfo;
 use crate::format::stored::{Encoding, Layout, Placement, Storage};
 pub use header::NpyHeader;
 
@@ -204,6 +220,7 @@ pub fn open_npy(bytes: &[u8], name: String) -> Result<Opened, NumpyError> {
         });
     }
     let storage = Storage {
+        file: 0,
         file_range: h.data_offset..end,
         skip: 0,
         len: h.nbytes,

@@ -19,6 +19,7 @@ pub mod flax;
 mod gather;
 pub mod gguf;
 pub mod numpy;
+pub mod onnx;
 mod opened;
 mod prepare;
 pub mod pytorch;
@@ -51,6 +52,7 @@ pub(crate) const CONTAINERS: &[&Container] = &[
     &numpy::CONTAINER,
     &tensorflow::CONTAINER,
     &flax::CONTAINER,
+    &onnx::CONTAINER,
 ];
 
 impl ContainerKind {
@@ -64,6 +66,8 @@ impl ContainerKind {
     pub const PICKLE: Self = Self::of(&pytorch::PICKLE);
     /// A NumPy `.npy` file or `.npz` archive.
     pub const NUMPY: Self = Self::of(&numpy::CONTAINER);
+    /// An ONNX model (and its external data).
+    pub const ONNX: Self = Self::of(&onnx::CONTAINER);
     /// A Flax checkpoint (`flax.serialization` msgpack).
     pub const FLAX: Self = Self::of(&flax::CONTAINER);
     /// A TensorFlow TensorBundle (`.index` and its data shards).

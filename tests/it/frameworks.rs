@@ -17,7 +17,7 @@ use crate::numpy::fixtures::assert_figures;
 use crate::pytorch::build::run;
 
 /// The containers whose fixtures are checked here.
-const CONTAINERS: &[&str] = &["tensorflow", "flax"];
+const CONTAINERS: &[&str] = &["tensorflow", "flax", "onnx"];
 
 fn data_dir(container: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

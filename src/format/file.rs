@@ -638,13 +638,11 @@ impl StoredFile {
     /// a result computed over a file that changed is an error, never shown.
     pub fn check_unchanged(&self) -> Result<(), LoadError> {
         for (name, other) in &self.others {
-            let changed = match other.remote() {
-                Some(remote) => remote.changed(),
-                None => {
-                    let path = self.path.parent().unwrap_or(Path::new(".")).join(name);
-                    other.changed()
-                        || std::fs::metadata(&path).map_or(true, |m| m.len() != other.len())
-                }
+            let changed = if let Some(remote) = other.remote() {
+                remote.changed()
+            } else {
+                let path = self.path.parent().unwrap_or(Path::new(".")).join(name);
+                other.changed() || std::fs::metadata(&path).map_or(true, |m| m.len() != other.len())
             };
             if changed {
                 return Err(LoadError::Changed {

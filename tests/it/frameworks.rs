@@ -84,7 +84,11 @@ fn every_tensor_reads_as_its_library_reads_it() {
 }
 
 fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    bytes.iter().fold(String::new(), |mut s, b| {
+        use std::fmt::Write as _;
+        let _ = write!(s, "{b:02x}");
+        s
+    })
 }
 
 #[test]
@@ -148,5 +152,38 @@ fn the_verbs_agree_with_the_libraries() {
             assert_eq!(o.code, 0, "{what}: {}", o.doc);
             assert!(npy.is_file(), "{what}");
         }
+    }
+}
+
+/// External data that resolves outside the model's folder through a
+/// symlink is refused before a byte of it is read, though the file exists.
+#[cfg(unix)]
+#[test]
+fn onnx_external_data_behind_a_symlink_out_of_the_folder_is_refused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let model = dir.path().join("model");
+    std::fs::create_dir(&model).expect("folder");
+    let src = data_dir("onnx");
+    std::fs::copy(
+        src.join("external_one.onnx"),
+        model.join("external_one.onnx"),
+    )
+    .expect("copy");
+    let outside = dir.path().join("secret.bin");
+    std::fs::copy(src.join("external_one.onnx_data"), &outside).expect("copy");
+    std::os::unix::fs::symlink(&outside, model.join("external_one.onnx_data")).expect("symlink");
+    let file = model.join("external_one.onnx");
+    for verb in ["info", "validate", "stats"] {
+        let o = run(dir.path(), &[verb, file.to_str().expect("utf-8")]);
+        assert!(
+            o.code == 2 || (verb == "validate" && o.code == 1),
+            "{verb}: {}",
+            o.doc
+        );
+        assert_eq!(
+            o.doc["error"]["kind"], "ExternalDataOutside",
+            "{verb}: {}",
+            o.doc
+        );
     }
 }

@@ -33,11 +33,5 @@ fn open(o: Opening) -> Result<crate::format::StoredFile, LoadError> {
     let opened =
         super::open(source.bytes(), &|name| siblings.size(name)).map_err(|e| error(&path, &e))?;
     let others = siblings.take(&opened.files)?;
-    into_file(
-        path,
-        source,
-        ContainerKind::of(&CONTAINER),
-        opened,
-        others,
-    )
+    into_file(path, source, ContainerKind::of(&CONTAINER), opened, others)
 }

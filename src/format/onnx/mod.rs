@@ -29,9 +29,9 @@ use std::sync::Arc;
 
 use serde_json::{Value as J, json};
 
+pub(crate) use container::CONTAINER;
 pub use decode::OnnxDecoder;
 pub use error::OnnxError;
-pub(crate) use container::CONTAINER;
 pub use location::location_is_inside;
 
 use crate::dtype::Dtype;

@@ -57,3 +57,43 @@ fn a_remote_tensorflow_index_reads_its_shards_by_ranges_only() {
     let local_index = local.join("ckpt-1.index");
     same_as_local(&cache, &url, local_index.to_str().expect("utf-8"));
 }
+
+#[test]
+fn a_remote_onnx_model_asks_its_external_data_for_sizes_only() {
+    let s = Server::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = dir.path().join("cache");
+    for (local, prefix) in [
+        (data("onnx"), "one"),
+        (data("onnx").join("external_many"), "many"),
+    ] {
+        serve_folder(&s, &local, prefix);
+    }
+    for (url, local) in [
+        (
+            s.url("/one/external_one.onnx"),
+            data("onnx").join("external_one.onnx"),
+        ),
+        (
+            s.url("/many/model.onnx"),
+            data("onnx").join("external_many").join("model.onnx"),
+        ),
+    ] {
+        s.reset_counts();
+        let (code, out, err) = run(&cache, &[], &["info", "--json", &url]);
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(json(&out, &err)["format"], "onnx");
+        for logged in s.log() {
+            if std::path::Path::new(&logged.path)
+                .extension()
+                .is_none_or(|e| e != "onnx")
+            {
+                assert!(
+                    logged.range.as_deref().is_none_or(|r| r == "bytes=0-0"),
+                    "info read external data: {logged:?}"
+                );
+            }
+        }
+        same_as_local(&cache, &url, local.to_str().expect("utf-8"));
+    }
+}

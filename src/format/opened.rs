@@ -35,6 +35,15 @@ impl Parts for Said {
         self.facts.get(index).cloned().unwrap_or_default()
     }
 
+    fn describe(&self, file: &StoredFile) -> Option<String> {
+        let label = file.kind().label();
+        Some(match file.other_files().count() {
+            0 => format!("{label} file"),
+            1 => format!("{label} file · its data in 1 file beside it"),
+            n => format!("{label} file · its data in {n} files beside it"),
+        })
+    }
+
     fn file_facts(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
         (!self.file_facts.is_empty()).then(|| self.file_facts.clone())
     }

@@ -7,6 +7,7 @@
 //! This file holds the shared helpers: the harness, a scripted dialog, and
 //! what the tests read off the screen or do through it.
 
+mod frameworks;
 mod gguf;
 mod numpy;
 mod opening;

@@ -1,0 +1,49 @@
+//! The other frameworks' checkpoints in the explorer: an ONNX model whose
+//! data is in a file beside it (a tensor's location shown, its statistics
+//! read from that file) and a TensorFlow checkpoint whose variables were
+//! cut into slices (a sliced tensor's statistics and values, assembled by
+//! a job).
+
+use egui_kittest::kittest::Queryable;
+use tensorscope::gui::State;
+
+use super::{harness, no_dialog, open, settle};
+
+fn data(path: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(path)
+}
+
+#[test]
+fn an_onnx_model_with_external_data_shows_where_each_tensor_is() {
+    let mut h = harness(State::default(), no_dialog());
+    open(&mut h, &data("onnx/external_one.onnx"));
+    h.get_by_label_contains("ONNX file · its data in 1 file beside it");
+    h.get_by_label("weight").click();
+    settle(&mut h);
+    assert!(h.query_all_by_label("external_one.onnx_data").count() >= 1);
+    h.get_by_label("count");
+    // Its statistics, read from the file beside the model: float32's
+    // largest value, one NaN and an infinity of each sign among 12.
+    assert!(h.query_all_by_label("3.402823e38").count() >= 1);
+    h.get_by_label("1 / 1");
+}
+
+#[test]
+fn a_sliced_tensorflow_variable_is_assembled_for_its_views() {
+    let mut h = harness(State::default(), no_dialog());
+    open(&mut h, &data("tensorflow/tf_sharded/ckpt-1.index"));
+    h.get_by_label_contains("TensorFlow file");
+    h.get_by_label("model/big/.ATTRIBUTES/VARIABLE_VALUE")
+        .click();
+    settle(&mut h);
+    h.get_by_label("count");
+    assert!(h.query_all_by_label("60").count() >= 2);
+    h.get_by_label("Values").click();
+    settle(&mut h);
+    h.run_steps(2);
+    // The first row as TensorFlow reads it, across the slices' seams.
+    h.get_by_label("[0, 0]");
+    assert!(h.query_all_by_label_contains("-1.5").count() >= 1);
+}

@@ -18,6 +18,7 @@ mod error;
 mod file;
 mod gather;
 pub mod gguf;
+pub mod hdf5;
 pub mod numpy;
 mod parse;
 mod prepare;

@@ -1,0 +1,1 @@
+//! The fixtures h5py wrote, compared with their manifests (added when they land).

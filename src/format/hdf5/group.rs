@@ -82,14 +82,21 @@ fn symbol_table(
         for _ in 0..n {
             let name_at = c.u64()?;
             let header = c.u64()?;
-            c.skip(24)?;
+            let cache = c.u32()?;
+            c.skip(20)?;
             let name = heap_name(&names, name_at).ok_or_else(|| {
                 c.err(format!(
                     "a link name at offset {name_at} of the local heap, past its {} bytes or without its NUL",
                     names.data().len()
                 ))
             })?;
-            out.push((name.to_vec(), Target::Hard(header)));
+            // Cache type 2: a soft link (its value in the scratch pad).
+            let target = if cache == 2 || header == UNDEF {
+                Target::Elsewhere
+            } else {
+                Target::Hard(header)
+            };
+            out.push((name.to_vec(), target));
             if out.len() > MAX_LINKS {
                 return Err(Hdf5Error::Limit {
                     what: "links in one group",

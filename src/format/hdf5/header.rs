@@ -88,11 +88,13 @@ pub(super) fn superblock(f: &File<'_>, at: u64) -> Result<Superblock, Hdf5Error>
             )));
         }
     };
-    if eof != UNDEF && at.checked_add(eof).is_none_or(|end| end > f.len()) {
+    // The end-of-file address counts the user block too (as the HDF5
+    // library compares it with the file's length).
+    if eof != UNDEF && eof > f.len() {
         return Err(Hdf5Error::Truncated {
             what: "the file (its superblock's end-of-file address)".into(),
-            start: at,
-            end: at.saturating_add(eof),
+            start: 0,
+            end: eof,
             len: f.len(),
         });
     }

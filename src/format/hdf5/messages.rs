@@ -116,13 +116,14 @@ pub(super) enum Layout {
     Virtual,
 }
 
-/// Reads a data layout message (versions 1 to 4).
+/// Reads a data layout message (versions 1 to 5; 5, of HDF5 2, is laid
+/// out as 4).
 pub(super) fn layout(m: &Message<'_>) -> Result<Layout, Hdf5Error> {
     let mut c = m.cursor("a data layout message");
     let version = c.u8()?;
     match version {
         1 | 2 => layout_old(&mut c),
-        3 | 4 => {
+        3..=5 => {
             let class = c.u8()?;
             match class {
                 0 => {
@@ -155,7 +156,7 @@ pub(super) fn layout(m: &Message<'_>) -> Result<Layout, Hdf5Error> {
                 k => Err(c.err(format!("layout class {k} (0 to 3 exist)"))),
             }
         }
-        v => Err(c.err(format!("layout version {v} (1 to 4 are read)"))),
+        v => Err(c.err(format!("layout version {v} (1 to 5 are read)"))),
     }
 }
 

@@ -58,7 +58,7 @@ fn hf_side<'c>(
     use crate::format::gguf::names;
     let parts = ck.shards().first().and_then(|s| s.file().gguf())?;
     let arch = parts.architecture()?;
-    if other.container() == crate::format::ContainerKind::Gguf
+    if other.container() == crate::format::ContainerKind::GGUF
         || !names::MAPPED_ARCHITECTURES.contains(&arch)
     {
         return None;

@@ -21,6 +21,10 @@ pub struct Block<P> {
     pub piece: P,
 }
 
+/// Decodes a block's piece into its bytes (C order of its stored shape,
+/// little-endian), appended to the buffer given.
+pub type ReadBlock<'a, P> = &'a mut dyn FnMut(&P, &mut Vec<u8>) -> Result<(), DecodeError>;
+
 /// What [`check`] allows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rules {
@@ -153,7 +157,7 @@ pub fn assemble<P>(
     element: usize,
     blocks: &[Block<P>],
     fill: &[u8],
-    read: &mut dyn FnMut(&P, &mut Vec<u8>) -> Result<(), DecodeError>,
+    read: ReadBlock<'_, P>,
     cancel: &CancelToken,
     sink: Sink<'_>,
 ) -> Result<(), DecodeError> {
@@ -262,15 +266,15 @@ fn copy_into<P>(
     band: &mut [u8],
     shape: &[u64],
     element: usize,
-    (a, b): (u64, u64),
+    (first, end): (u64, u64),
     block: &Block<P>,
     bytes: &[u8],
 ) {
     let rank = shape.len();
-    let c = clipped(block, shape);
-    let r0 = c[0].0.max(a);
-    let r1 = c[0].1.min(b);
-    if r0 >= r1 || c.iter().any(|(s, e)| s >= e) {
+    let clip = clipped(block, shape);
+    let r0 = clip[0].0.max(first);
+    let r1 = clip[0].1.min(end);
+    if r0 >= r1 || clip.iter().any(|(s, e)| s >= e) {
         return;
     }
     // Strides in elements, of the tensor and of the block.
@@ -281,19 +285,19 @@ fn copy_into<P>(
         b_stride[d] = b_stride[d + 1] * block.shape[d + 1];
     }
     let last = rank - 1;
-    let run = ((c[last].1 - c[last].0) as usize) * element;
+    let run = ((clip[last].1 - clip[last].0) as usize) * element;
     // An odometer over the dimensions before the last, inside the clip.
-    let mut idx: Vec<u64> = c.iter().map(|(s, _)| *s).collect();
+    let mut idx: Vec<u64> = clip.iter().map(|(s, _)| *s).collect();
     idx[0] = r0;
     loop {
-        let mut t_off = (idx[0] - a) * t_stride[0];
+        let mut t_off = (idx[0] - first) * t_stride[0];
         let mut b_off = (idx[0] - block.origin[0]) * b_stride[0];
         for d in 1..rank {
             t_off += idx[d] * t_stride[d];
             b_off += (idx[d] - block.origin[d]) * b_stride[d];
         }
         if rank == 1 {
-            t_off = idx[0] - a;
+            t_off = idx[0] - first;
             b_off = idx[0] - block.origin[0];
         }
         let (t, s) = (t_off as usize * element, b_off as usize * element);
@@ -311,11 +315,11 @@ fn copy_into<P>(
             }
             d -= 1;
             idx[d] += 1;
-            let end = if d == 0 { r1 } else { c[d].1 };
-            if idx[d] < end {
+            let stop = if d == 0 { r1 } else { clip[d].1 };
+            if idx[d] < stop {
                 break;
             }
-            idx[d] = if d == 0 { r0 } else { c[d].0 };
+            idx[d] = if d == 0 { r0 } else { clip[d].0 };
             if d == 0 {
                 return;
             }

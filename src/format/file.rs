@@ -10,82 +10,10 @@ use crate::source::scratch::{Slot, SlotPin};
 use crate::source::{RemoteFile, Source};
 use std::path::{Path, PathBuf};
 
-use super::LoadError;
-use super::error::FormatError;
-use super::numpy::{self, NpyTensor, NumpyError};
-use super::parse::{Header, TensorInfo, parse, parse_explained};
+use super::CONTAINERS;
+use super::containers::{ContainerKind, Opening, Probe, names_of};
 use super::stored::{Encoding, Placement};
-
-/// The container a file is, as `info --json`'s `format` names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ContainerKind {
-    /// A safetensors file.
-    Safetensors,
-    /// A NumPy `.npy` file or `.npz` archive.
-    Numpy,
-    /// A PyTorch checkpoint (`torch.save`'s zip, or its legacy format).
-    Pytorch,
-    /// A bare pickle: no tensors, only what its pickle names.
-    Pickle,
-    /// A GGUF file (llama.cpp's), or the parts of a split one.
-    Gguf,
-}
-
-impl ContainerKind {
-    /// The identifier of `info --json`'s `format`.
-    pub const fn id(self) -> &'static str {
-        match self {
-            ContainerKind::Safetensors => "safetensors",
-            ContainerKind::Numpy => "numpy",
-            ContainerKind::Pytorch => "pytorch",
-            ContainerKind::Pickle => "pickle",
-            ContainerKind::Gguf => "gguf",
-        }
-    }
-
-    /// True when the container's tensors lie in one data section that
-    /// their `data_offsets` count from (safetensors, GGUF); false when
-    /// they are anywhere in the file (NumPy).
-    pub const fn has_data_section(self) -> bool {
-        matches!(self, ContainerKind::Safetensors | ContainerKind::Gguf)
-    }
-
-    /// The name people know the container by, for the explorer.
-    pub const fn label(self) -> &'static str {
-        match self {
-            ContainerKind::Safetensors => "safetensors",
-            ContainerKind::Numpy => "NumPy",
-            ContainerKind::Pytorch => "PyTorch",
-            ContainerKind::Pickle => "Python pickle",
-            ContainerKind::Gguf => "GGUF",
-        }
-    }
-}
-
-/// What a NumPy file adds to the model.
-#[derive(Debug)]
-pub struct NumpyParts {
-    extras: Vec<NpyTensor>,
-    other_members: Vec<String>,
-    is_archive: bool,
-}
-
-impl NumpyParts {
-    /// True for an `.npz` archive.
-    pub fn is_archive(&self) -> bool {
-        self.is_archive
-    }
-
-    /// An archive's members that are not arrays.
-    pub fn other_members(&self) -> &[String] {
-        &self.other_members
-    }
-
-    /// What NumPy says of the tensor at `index` of the header.
-    pub fn tensor(&self, index: usize) -> Option<&NpyTensor> {
-        self.extras.get(index)
-    }
-}
+use super::{FormatError, Header, LoadError, TensorInfo, parse, parse_explained};
 
 /// A validated checkpoint file, mapped read-only.
 #[derive(Debug)]
@@ -97,7 +25,6 @@ pub struct StoredFile {
     /// One a tensor for containers other than safetensors (whose tensors
     /// are all C order, little-endian slices of the file).
     placements: Vec<Placement>,
-    numpy: Option<NumpyParts>,
     /// Scratch space for the tensors not stored as readers want them,
     /// filled in C order, little-endian, while [`StoredFile::prepare`]'s
     /// pins are kept.
@@ -109,43 +36,8 @@ pub struct StoredFile {
     in_place: bool,
     /// A zip container's directory (an `.npz`, a torch zip).
     zip: Option<super::zip::Archive>,
-    /// What a PyTorch file's pickle says beyond its tensors.
-    pickle: Option<super::pytorch::PickleReport>,
-    /// A remote torch zip: where its storages' local headers are, checked
-    /// when each is fetched.
-    unverified: Option<remote_zip::Unverified>,
-    /// What a GGUF file says beyond its tensors.
-    gguf: Option<super::gguf::open::GgufParts>,
-}
-
-mod gguf;
-mod remote_zip;
-
-/// The tensor name of a local `.npy` at `path`: its file name less `.npy`.
-fn npy_name(path: &Path) -> String {
-    path.file_name()
-        .map(|n| numpy::name_of_file(&n.to_string_lossy()))
-        .unwrap_or_default()
-}
-
-/// The tensor name of a remote `.npy`: the URL's last segment, without its
-/// query or fragment, less `.npy`.
-fn npy_name_of_url(url: &Path) -> String {
-    let text = url.to_string_lossy();
-    let last = text
-        .split(['?', '#'])
-        .next()
-        .and_then(|p| p.rsplit('/').next())
-        .unwrap_or("");
-    numpy::name_of_file(last)
-}
-
-/// The refusal of a remote `.npz` (or other zip).
-fn numpy_remote_archive(path: PathBuf) -> LoadError {
-    LoadError::Numpy {
-        path,
-        error: NumpyError::RemoteArchive,
-    }
+    /// What the container says beyond the model (see [`Parts`]).
+    parts: Option<Box<dyn Parts>>,
 }
 
 /// The error for a path that is a FIFO, a socket or a device.
@@ -191,9 +83,11 @@ impl StoredFile {
         Self::with_source(url.into(), Source::Remote(remote))
     }
 
-    /// Recognises the container by its content (the safetensors header
-    /// check first, then the NumPy magic, then a zip's members; the name's
-    /// extension only says which error a file that is none of them gets).
+    /// Recognises the container by its content: safetensors first (a
+    /// file whose header length fits it and whose header starts with `{`
+    /// is safetensors, valid or not, whatever its first byte), then each
+    /// container of [`CONTAINERS`] in turn; the name's extension only says
+    /// which error a file that is none of them gets.
     fn with_source(path: PathBuf, source: Source) -> Result<Self, LoadError> {
         let rejected = match parse_explained(source.bytes()) {
             Ok(header) => {
@@ -201,9 +95,8 @@ impl StoredFile {
                     path,
                     source,
                     header,
-                    ContainerKind::Safetensors,
+                    ContainerKind::SAFETENSORS,
                     Vec::new(),
-                    None,
                 ));
             }
             Err(r) => r,
@@ -213,178 +106,44 @@ impl StoredFile {
             error: rejected.error.clone(),
             repeated: rejected.repeated.clone(),
         };
-        if source.bytes().starts_with(super::gguf::header::MAGIC) {
-            return Self::gguf_file(path, source);
+        if super::safetensors::is_its_own(source.bytes(), source.len()) {
+            return Err(safetensors_error(path));
         }
-        // A remote file: its first block is in the cache. A `.npy` is read
-        // by ranges as a safetensors file is (its header fetched whole
-        // first); an archive, whose directory is at its end, is not.
-        if source.remote().is_some() {
-            let bytes = source.bytes();
-            if super::zip::is_zip(bytes) {
-                return Self::remote_zip(path, source);
-            }
-            if !bytes.starts_with(numpy::header::MAGIC) {
-                return Err(safetensors_error(path));
-            }
-            let header_end = numpy::header::header_end(bytes)
-                .ok()
-                .flatten()
-                .map(|end| 0..end.min(source.len()));
-            // Kept while the header is parsed.
-            let _header = match header_end {
-                Some(r) if !source.is_present(r.clone()) => Some(
-                    source
-                        .fetch(
-                            r,
-                            &crate::jobs::CancelToken::default(),
-                            &crate::jobs::Progress::new(),
-                        )
-                        .map_err(|error| LoadError::Remote {
-                            path: path.clone(),
-                            error,
-                        })?,
-                ),
-                _ => None,
-            };
-            let opened = numpy::open_npy(source.bytes(), npy_name_of_url(&path));
-            return Self::numpy_file(path, source, opened);
-        }
-        let bytes = source.bytes();
-        let extension = path
-            .extension()
-            .and_then(|e| e.to_str())
-            .map(str::to_ascii_lowercase);
-        if bytes.starts_with(super::pytorch::legacy::MAGIC) {
-            let read = super::pytorch::legacy::read(bytes);
-            return Self::torch_file(path, source, read, None, ContainerKind::Pytorch);
-        }
-        if bytes.first() == Some(&super::pytorch::bare::PROTO) {
-            let read = super::pytorch::bare::read(bytes);
-            return Self::torch_file(path, source, read, None, ContainerKind::Pickle);
-        }
-        let opened = if bytes.starts_with(numpy::header::MAGIC) {
-            numpy::open_npy(bytes, npy_name(&path))
-        } else if super::zip::is_zip(bytes) {
-            match super::zip::open(bytes) {
-                Ok(archive) => {
-                    let members = archive.members();
-                    let pytorch = members
-                        .iter()
-                        .any(|m| m.name == "data.pkl" || m.name.ends_with("/data.pkl"));
-                    // numpy's own test of a member's name (case-sensitive).
-                    #[allow(clippy::case_sensitive_file_extension_comparisons)]
-                    let arrays = members.iter().any(|m| m.name.ends_with(".npy"));
-                    if pytorch {
-                        let read = super::pytorch::archive::read(source.bytes(), &archive);
-                        return Self::torch_file(
-                            path,
-                            source,
-                            read,
-                            Some(archive),
-                            ContainerKind::Pytorch,
-                        );
-                    }
-                    if !(arrays || extension.as_deref() == Some("npz")) {
-                        return Err(safetensors_error(path));
-                    }
-                    numpy::open_npz(bytes, Some(archive))
-                }
-                Err(e) if extension.as_deref() == Some("npz") => Err(NumpyError::Zip(e)),
-                Err(_) => return Err(safetensors_error(path)),
-            }
-        } else {
-            match extension.as_deref() {
-                // A `.gguf` that is no GGUF: GGUF's own verdict.
-                Some("gguf") => {
-                    let error = super::gguf::header::parse(bytes)
-                        .err()
-                        .unwrap_or_else(|| super::gguf::header::GgufError::Magic(String::new()));
-                    return Err(LoadError::Gguf { path, error });
-                }
-                Some("npy") if bytes.is_empty() => Err(NumpyError::Empty),
-                Some("npy") => Err(NumpyError::BadMagic),
-                Some("npz") => numpy::open_npz(bytes, None),
-                _ => return Err(safetensors_error(path)),
-            }
+        let (_, extension) = names_of(&path);
+        let remote = source.remote().is_some();
+        // A local zip's directory, read once for every container that asks.
+        let archive = (!remote && super::zip::is_zip(source.bytes()))
+            .then(|| super::zip::open(source.bytes()).ok())
+            .flatten();
+        let probe = Probe {
+            bytes: source.bytes(),
+            extension: extension.as_deref(),
+            remote,
+            archive: archive.as_ref(),
         };
-        Self::numpy_file(path, source, opened)
-    }
-
-    /// A `torch.save` file (a zip with its directory, or a legacy file)
-    /// read into the model: its tensors, or none and the globals it would
-    /// import when its pickle is unsafe.
-    fn torch_file(
-        path: PathBuf,
-        source: Source,
-        read: Result<super::pytorch::archive::TorchZip, super::pytorch::archive::TorchError>,
-        archive: Option<super::zip::Archive>,
-        kind: ContainerKind,
-    ) -> Result<Self, LoadError> {
-        let read = read.map_err(|error| LoadError::Pytorch {
-            path: path.clone(),
-            error,
-        })?;
-        // The leaves as text: a string as itself, anything else its JSON.
-        let texts = read
-            .metadata
+        let claimed = CONTAINERS.iter().find(|c| (c.claims)(&probe));
+        if let Some(container) = claimed {
+            return (container.open)(Opening {
+                path,
+                source,
+                archive,
+            });
+        }
+        let refused = CONTAINERS
             .iter()
-            .map(|(k, v)| {
-                let text = v.as_str().map_or_else(|| v.to_string(), str::to_owned);
-                (k.clone(), text)
-            })
-            .collect();
-        let header = Header::of_container(read.pickle_bytes, read.tensors).with_metadata(texts);
-        let mut file = Self::assemble(path, source, header, kind, read.placements, None);
-        file.zip = archive;
-        file.pickle = Some(super::pytorch::PickleReport {
-            globals: read.globals.into_iter().collect(),
-            unsafe_globals: read.unsafe_globals,
-            leaves: read.metadata,
-        });
-        Ok(file)
+            .filter_map(|c| c.refuse)
+            .find_map(|refuse| refuse(&probe, &path));
+        Err(refused.unwrap_or_else(|| safetensors_error(path)))
     }
 
-    /// What a PyTorch file's pickle says (`None` for other containers).
-    pub fn pickle(&self) -> Option<&super::pytorch::PickleReport> {
-        self.pickle.as_ref()
-    }
-
-    /// A NumPy file read into the model, or why it is refused.
-    fn numpy_file(
-        path: PathBuf,
-        source: Source,
-        opened: Result<numpy::Opened, NumpyError>,
-    ) -> Result<Self, LoadError> {
-        let opened = opened.map_err(|error| LoadError::Numpy {
-            path: path.clone(),
-            error,
-        })?;
-        let header = Header::of_container(opened.header_bytes, opened.tensors);
-        let parts = NumpyParts {
-            extras: opened.extras,
-            other_members: opened.other_members,
-            is_archive: opened.is_archive,
-        };
-        let mut file = Self::assemble(
-            path,
-            source,
-            header,
-            ContainerKind::Numpy,
-            opened.placements,
-            Some(parts),
-        );
-        file.zip = opened.archive;
-        Ok(file)
-    }
-
-    fn assemble(
+    /// A file read into the model by its container: its header, the
+    /// placement of each tensor (none for safetensors), its container.
+    pub(crate) fn assemble(
         path: PathBuf,
         source: Source,
         header: Header,
         kind: ContainerKind,
         placements: Vec<Placement>,
-        numpy: Option<NumpyParts>,
     ) -> Self {
         let prepared = header
             .tensors()
@@ -410,25 +169,39 @@ impl StoredFile {
             header,
             kind,
             placements,
-            numpy,
             prepared,
             shared,
             in_place,
             zip: None,
-            pickle: None,
-            unverified: None,
-            gguf: None,
+            parts: None,
         }
+    }
+
+    /// Keeps a zip container's directory, which deflated storages read.
+    pub(crate) fn with_zip(mut self, archive: Option<super::zip::Archive>) -> Self {
+        self.zip = archive;
+        self
+    }
+
+    /// Keeps what the container says beyond the model.
+    pub(crate) fn with_parts(mut self, parts: impl Parts) -> Self {
+        self.parts = Some(Box::new(parts));
+        self
+    }
+
+    /// What the container keeps of type `T` (its own [`Parts`]).
+    pub(crate) fn parts<T: Parts>(&self) -> Option<&T> {
+        self.parts.as_ref()?.as_any().downcast_ref::<T>()
+    }
+
+    /// The container's [`Parts`], whatever they are.
+    pub(crate) fn any_parts(&self) -> Option<&dyn Parts> {
+        self.parts.as_deref()
     }
 
     /// The container this file is.
     pub fn kind(&self) -> ContainerKind {
         self.kind
-    }
-
-    /// What a NumPy file adds (`None` for other containers).
-    pub fn numpy(&self) -> Option<&NumpyParts> {
-        self.numpy.as_ref()
     }
 
     /// Where the tensor at `index` of the header lies, for containers that
@@ -525,7 +298,10 @@ impl StoredFile {
         match (self.placements.get(index), self.header.tensors().get(index)) {
             (Some(p), _) => {
                 let r = p.storage().file_range.clone();
-                self.local_header_start(index).unwrap_or(r.start)..r.end
+                let start = self
+                    .any_parts()
+                    .and_then(|parts| parts.local_header_start(self, index));
+                start.unwrap_or(r.start)..r.end
             }
             (None, Some(info)) => self.tensor_range(info),
             (None, None) => 0..0,
@@ -533,14 +309,12 @@ impl StoredFile {
     }
 
     /// The file's metadata in its container, as key → JSON value: a
-    /// safetensors file's `__metadata__` (every value a string); `None`
-    /// when the file has none (NumPy files never do).
+    /// safetensors file's `__metadata__` (every value a string), or what
+    /// the container keeps; `None` when the file has none (NumPy files
+    /// never do).
     pub fn metadata_values(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
-        if let Some(p) = &self.pickle {
-            return Some(p.leaves.iter().cloned().collect());
-        }
-        if let Some(g) = &self.gguf {
-            return Some(g.metadata_json());
+        if let Some(values) = self.any_parts().and_then(Parts::metadata) {
+            return Some(values);
         }
         self.header.metadata().map(|m| {
             m.iter()
@@ -578,21 +352,25 @@ impl StoredFile {
     /// fields, as JSON fields (`descr`, `format_version`, `member`, …);
     /// empty for safetensors.
     pub fn container_facts(&self, index: usize) -> Vec<(&'static str, serde_json::Value)> {
-        let Some(t) = self.numpy.as_ref().and_then(|n| n.tensor(index)) else {
-            return Vec::new();
-        };
-        let mut out = vec![
-            ("descr", serde_json::Value::from(t.descr.clone())),
-            (
-                "format_version",
-                serde_json::Value::from(format!("{}.{}", t.version.0, t.version.1)),
-            ),
-            ("fortran_order", serde_json::Value::from(t.fortran_order)),
-        ];
-        if let Some(m) = &t.member {
-            out.push(("member", serde_json::Value::from(m.clone())));
-        }
-        out
+        self.any_parts().map(|p| p.facts(index)).unwrap_or_default()
+    }
+
+    /// The globals outside the allowlist that the file's pickle would
+    /// import (a PyTorch file no verb reads); empty for other files.
+    pub fn unsafe_globals(&self) -> &[String] {
+        self.any_parts().map_or(&[], Parts::unsafe_globals)
+    }
+
+    /// What the container warns of (an archive's members that are not
+    /// arrays), as `(kind, message)`.
+    pub fn container_warnings(&self) -> Vec<(&'static str, String)> {
+        self.any_parts().map(Parts::warnings).unwrap_or_default()
+    }
+
+    /// The container's own shape of the tensor at `index`, where it
+    /// differs from its stored bytes' (a GGUF block type's row-major shape).
+    pub fn container_shape(&self, index: usize) -> Option<&[u64]> {
+        self.any_parts()?.shape(index)
     }
 
     /// The archive member behind a deflated storage.
@@ -608,7 +386,7 @@ impl StoredFile {
     }
 
     /// The directory of a zip container (an `.npz`, a torch zip).
-    fn archive(&self) -> Option<&super::zip::Archive> {
+    pub(crate) fn archive(&self) -> Option<&super::zip::Archive> {
         self.zip.as_ref()
     }
 
@@ -641,14 +419,14 @@ impl StoredFile {
         };
         archive
             .verify(self.source.bytes(), cancel)
-            .map_err(|e| match self.kind {
-                ContainerKind::Pytorch => LoadError::Pytorch {
+            .map_err(|e| match self.any_parts() {
+                Some(parts) => parts.zip_error(&self.path, e),
+                None => LoadError::Io {
                     path: self.path.clone(),
-                    error: super::pytorch::archive::TorchError::Zip(e),
-                },
-                _ => LoadError::Numpy {
-                    path: self.path.clone(),
-                    error: NumpyError::Zip(e),
+                    source: Arc::new(std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        e.to_string(),
+                    )),
                 },
             })
     }
@@ -656,15 +434,17 @@ impl StoredFile {
     /// The refusal of a file no verb may read: a PyTorch file whose pickle
     /// would import globals outside the allowlist.
     pub fn readable(&self) -> Result<(), LoadError> {
-        match &self.pickle {
-            Some(p) if !p.unsafe_globals.is_empty() => Err(LoadError::Pytorch {
-                path: self.path.clone(),
-                error: super::pytorch::archive::TorchError::Unsafe {
-                    globals: p.unsafe_globals.clone(),
-                },
-            }),
-            _ => Ok(()),
+        match self.any_parts().and_then(|p| p.refusal(&self.path)) {
+            Some(e) => Err(e),
+            None => Ok(()),
         }
+    }
+
+    /// Checks, once the tensor at `index` is fetched, what its container
+    /// could not check before (a remote zip's local header).
+    pub fn check_fetched(&self, index: usize) -> Result<(), LoadError> {
+        self.any_parts()
+            .map_or(Ok(()), |p| p.check_fetched(self, index))
     }
 
     /// Where the bytes come from: a local map or a remote file.
@@ -763,5 +543,71 @@ impl StoredFile {
                 now: now.len(),
             })
         }
+    }
+}
+
+/// What a container keeps of a file beyond the model (a GGUF's key/value
+/// table, a pickle's globals, an archive's other members), and how it
+/// answers the questions only it can. Each container's folder has its own.
+pub(crate) trait Parts: std::any::Any + Send + Sync + std::fmt::Debug {
+    /// Itself, for [`StoredFile::parts`].
+    fn as_any(&self) -> &dyn std::any::Any;
+
+    /// The file's metadata, key → JSON value; `None` for the header's.
+    fn metadata(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
+        None
+    }
+
+    /// What it says of the tensor at `index`, as JSON fields.
+    fn facts(&self, _index: usize) -> Vec<(&'static str, serde_json::Value)> {
+        Vec::new()
+    }
+
+    /// Globals outside the allowlist its pickle would import.
+    fn unsafe_globals(&self) -> &[String] {
+        &[]
+    }
+
+    /// Why no verb may read the file, if so.
+    fn refusal(&self, _path: &Path) -> Option<LoadError> {
+        None
+    }
+
+    /// Warnings, as `(kind, message)`.
+    fn warnings(&self) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
+
+    /// The tensor's shape in the container's terms, where it differs.
+    fn shape(&self, _index: usize) -> Option<&[u64]> {
+        None
+    }
+
+    /// The file in words, for the explorer (`NumPy .npz archive · …`);
+    /// `None` for `<label> file`.
+    fn describe(&self, _file: &StoredFile) -> Option<String> {
+        None
+    }
+
+    /// A zip member's failure, as the container names it.
+    fn zip_error(&self, path: &Path, error: super::zip::ZipError) -> LoadError {
+        LoadError::Io {
+            path: path.to_path_buf(),
+            source: Arc::new(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                error.to_string(),
+            )),
+        }
+    }
+
+    /// Where a remote reader's range for the tensor must start (a remote
+    /// zip member's local header, read with its data).
+    fn local_header_start(&self, _file: &StoredFile, _index: usize) -> Option<u64> {
+        None
+    }
+
+    /// What is checked once the tensor's bytes are fetched.
+    fn check_fetched(&self, _file: &StoredFile, _index: usize) -> Result<(), LoadError> {
+        Ok(())
     }
 }

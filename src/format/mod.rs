@@ -12,19 +12,17 @@
 
 pub mod blocks;
 mod checkpoint;
+pub(crate) mod containers;
 pub mod decode;
-mod detect;
-mod error;
 mod file;
 mod gather;
 pub mod gguf;
 pub mod hdf5;
 pub mod numpy;
-mod parse;
 mod prepare;
 pub mod pytorch;
+pub mod safetensors;
 pub mod stored;
-pub mod write;
 pub mod zip;
 
 use std::path::PathBuf;
@@ -33,10 +31,36 @@ use std::sync::Arc;
 pub use checkpoint::{
     Checkpoint, CheckpointKind, INDEX_FILE_NAME, Shard, StoredFacts, TensorRef, Warning,
 };
-pub use detect::detect_foreign;
-pub use error::{ForeignFormat, FormatError, FormatWarning, OverflowStage};
-pub use file::{ContainerKind, NumpyParts, StoredFile};
-pub use parse::{Header, MAX_HEADER_SIZE, N_LEN, Rejected, TensorInfo, parse, parse_explained};
+pub use containers::{Container, ContainerKind};
+pub use file::StoredFile;
+pub use numpy::NumpyParts;
+pub use safetensors::write;
+pub use safetensors::{
+    ForeignFormat, FormatError, FormatWarning, Header, MAX_HEADER_SIZE, N_LEN, OverflowStage,
+    Rejected, TensorInfo, detect_foreign, parse, parse_explained,
+};
+
+/// Every container but safetensors (the default, asked first), in the
+/// order they are asked: adding a container is its folder and its line here.
+pub(crate) const CONTAINERS: &[&Container] = &[
+    &gguf::CONTAINER,
+    &pytorch::CONTAINER,
+    &pytorch::PICKLE,
+    &numpy::CONTAINER,
+];
+
+impl ContainerKind {
+    /// A safetensors file.
+    pub const SAFETENSORS: Self = Self::of(&safetensors::CONTAINER);
+    /// A GGUF file (llama.cpp's), or the parts of a split one.
+    pub const GGUF: Self = Self::of(&gguf::CONTAINER);
+    /// A PyTorch checkpoint (`torch.save`'s zip, or its legacy format).
+    pub const PYTORCH: Self = Self::of(&pytorch::CONTAINER);
+    /// A bare pickle: no tensors, only what its pickle names.
+    pub const PICKLE: Self = Self::of(&pytorch::PICKLE);
+    /// A NumPy `.npy` file or `.npz` archive.
+    pub const NUMPY: Self = Self::of(&numpy::CONTAINER);
+}
 
 /// The file-name extensions of the containers read (a shard index is a
 /// `.json`), for open dialogs' filters. Detection itself is by content.

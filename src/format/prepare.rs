@@ -5,9 +5,9 @@
 //! `source::scratch`).
 
 use super::LoadError;
+use super::TensorInfo;
 use super::gather::{GatherError, gather};
 use super::numpy::NumpyError;
-use super::parse::TensorInfo;
 use super::stored::{ByteOrder, Encoding, Layout, Placement};
 use super::zip::ZipError;
 use super::zip::{Archive, Member};

@@ -270,7 +270,7 @@ fn known_method(m: &str) -> bool {
 
 /// Every logical tensor of a checkpoint, in the order of their first part.
 pub(super) fn logical_tensors(ck: &Checkpoint, config: &QuantConfig) -> Vec<LogicalTensor> {
-    if ck.container() == crate::format::ContainerKind::Gguf {
+    if ck.container() == crate::format::ContainerKind::GGUF {
         return gguf::logical_tensors(ck);
     }
     // Most checkpoints are plain: without a config, and with no tensor

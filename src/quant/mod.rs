@@ -290,7 +290,7 @@ impl Quantization {
 /// (`--dequant`), and always a GGUF's, whose block types' stored bytes are
 /// no tensor of their own (GGUF.md: its verbs read the decoded values).
 pub fn for_values(ck: &Checkpoint, asked: bool) -> Option<Quantization> {
-    if asked || ck.container() == crate::format::ContainerKind::Gguf {
+    if asked || ck.container() == crate::format::ContainerKind::GGUF {
         detect(ck)
     } else {
         None
@@ -307,7 +307,7 @@ pub fn detect(ck: &Checkpoint) -> Option<Quantization> {
         .and_then(|m| m.get("format"))
         .map(String::as_str);
     // A GGUF carries its types in its tensor infos: no config is looked for.
-    let config = if ck.container() == crate::format::ContainerKind::Gguf {
+    let config = if ck.container() == crate::format::ContainerKind::GGUF {
         QuantConfig::default()
     } else {
         config::find(ck.path(), format)

@@ -246,3 +246,21 @@ fn json_fine_print_matches_the_reference() {
         );
     }
 }
+
+/// A header length whose low byte is 0x80 (a pickle's first opcode) and a
+/// header that fails to parse: the file is a safetensors file by its
+/// length and its `{`, and gets safetensors' verdict, never a pickle's.
+#[test]
+fn a_length_that_looks_like_a_pickle_keeps_the_safetensors_verdict() {
+    let header = format!("{{\"a\":1{}}}", " ".repeat(0x80 - 7));
+    let bytes = with_header(&header, 0);
+    assert_eq!(bytes[0], 0x80);
+    expect_kind(&bytes, "InvalidHeaderDeserialization");
+    let dir = tempfile::tempdir().expect("temp dir");
+    for name in ["m.safetensors", "m.bin", "m.pt"] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, &bytes).expect("write");
+        let e = tensorscope::format::StoredFile::open(&path).expect_err("refused");
+        assert_eq!(e.kind(), "InvalidHeaderDeserialization", "{name}: {e}");
+    }
+}

@@ -4,7 +4,6 @@
 //! and opens the files; `read` is how readers reach the bytes (fetching
 //! remote ranges, preparing tensors not stored in C order).
 
-mod gguf_split;
 mod open;
 mod read;
 pub(crate) use open::FOLDER_HOLDS;
@@ -12,9 +11,9 @@ pub(crate) use open::FOLDER_HOLDS;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use super::file::{ContainerKind, StoredFile};
-use super::parse::TensorInfo;
+use super::TensorInfo;
 use super::stored::{ByteOrder, Encoding, Layout, Placement};
+use super::{ContainerKind, StoredFile};
 
 /// The usual name of a shard index.
 pub const INDEX_FILE_NAME: &str = "model.safetensors.index.json";
@@ -184,6 +183,44 @@ impl Checkpoint {
         }
     }
 
+    /// A checkpoint of several files of one container with no index (a
+    /// folder of NumPy files, a split GGUF's parts): every file's tensors
+    /// in the order given; a name a later file repeats is read from the
+    /// first, and `repeated(shard, tensor, first)` says so.
+    pub(crate) fn of_parts(
+        path: PathBuf,
+        parts: Vec<(String, StoredFile)>,
+        repeated: impl Fn(&str, &str, &str) -> String,
+    ) -> Self {
+        let mut warnings = Vec::new();
+        let shards: Vec<Shard> = parts
+            .into_iter()
+            .map(|(name, file)| {
+                warnings.extend(open::format_warnings(&file, Some(&name)));
+                Shard { name, file }
+            })
+            .collect();
+        let mut seen: HashMap<&str, &str> = HashMap::new();
+        let mut tensors = Vec::new();
+        for (s, shard) in shards.iter().enumerate() {
+            for (index, t) in shard.file.header().tensors().iter().enumerate() {
+                if let Some(first) = seen.get(t.name()) {
+                    warnings.push(Warning {
+                        kind: "DuplicateTensor",
+                        message: repeated(&shard.name, t.name(), first),
+                        tensor: Some(t.name().to_owned()),
+                        shard: Some(shard.name.clone()),
+                    });
+                } else {
+                    seen.insert(t.name(), &shard.name);
+                }
+                tensors.push(TensorRef { shard: s, index });
+            }
+        }
+        drop(seen);
+        Self::new(path, CheckpointKind::Folder, shards, tensors, warnings)
+    }
+
     /// The path that was opened: a file or an index (a folder resolves to
     /// the file inside it).
     pub fn path(&self) -> &Path {
@@ -266,7 +303,7 @@ impl Checkpoint {
     pub fn container(&self) -> ContainerKind {
         self.shards
             .first()
-            .map_or(ContainerKind::Safetensors, |s| s.file.kind())
+            .map_or(ContainerKind::SAFETENSORS, |s| s.file.kind())
     }
 
     /// The shape of a tensor as its container gives it: a GGUF tensor's
@@ -274,10 +311,7 @@ impl Checkpoint {
     /// else its header entry's.
     pub fn shape_of(&self, t: TensorRef) -> &[u64] {
         let file = self.shards.get(t.shard).map(|s| &s.file);
-        if let Some(shape) = file
-            .and_then(StoredFile::gguf)
-            .and_then(|g| g.shapes.get(t.index))
-        {
+        if let Some(shape) = file.and_then(|f| f.container_shape(t.index)) {
             return shape;
         }
         self.info(t).map_or(&[], TensorInfo::shape)
@@ -337,8 +371,7 @@ impl Checkpoint {
         let mut out: Vec<String> = self
             .shards
             .iter()
-            .filter_map(|s| s.file.pickle())
-            .flat_map(|p| p.unsafe_globals.iter().cloned())
+            .flat_map(|s| s.file.unsafe_globals().iter().cloned())
             .collect();
         out.sort();
         out.dedup();
@@ -356,29 +389,17 @@ impl Checkpoint {
             CheckpointKind::Sharded { .. } => {
                 format!("{label} files · {} shards", self.shards.len())
             }
-            // A split GGUF's parts, opened from the first.
-            CheckpointKind::Folder if first.file.gguf().is_some() => {
+            CheckpointKind::Folder if first.file.kind().entry().expand.is_some() => {
                 format!("{label} model · split in {} parts", self.shards.len())
             }
             CheckpointKind::Folder => {
                 format!("{label} files · a folder of {}", self.shards.len())
             }
-            CheckpointKind::Single => match first.file.numpy() {
-                Some(n) if n.is_archive() => {
-                    let total = first.file.header().tensors().len();
-                    let deflated = (0..total)
-                        .filter(|&i| {
-                            first
-                                .file
-                                .placement(i)
-                                .is_some_and(|p| p.storage().encoding != Encoding::Plain)
-                        })
-                        .count();
-                    format!("{label} .npz archive · {deflated} of {total} arrays deflated")
-                }
-                Some(_) => format!("{label} .npy array"),
-                None => format!("{label} file"),
-            },
+            CheckpointKind::Single => first
+                .file
+                .any_parts()
+                .and_then(|p| p.describe(&first.file))
+                .unwrap_or_else(|| format!("{label} file")),
         }
     }
 

@@ -10,6 +10,7 @@ use super::{
 };
 use crate::format::LoadError;
 use crate::format::file::StoredFile;
+use crate::source::remote::sibling_keeping_query;
 
 impl Checkpoint {
     /// Opens a safetensors file, a shard index (`*.json`), or a folder that
@@ -46,14 +47,11 @@ impl Checkpoint {
             })
         } else {
             let file = StoredFile::open(&path)?;
-            // The first part of a split GGUF opens the whole model.
+            // A file that names the others of its checkpoint (a split
+            // GGUF's first part) opens them all.
             let folder = path.parent().unwrap_or_else(|| Path::new("."));
             let open_part = |name: &str| StoredFile::open(&folder.join(name));
-            match super::gguf_split::open(&path, file, &open_part) {
-                Ok(ck) => Ok(ck),
-                Err((_, Some(e))) => Err(e),
-                Err((file, None)) => Ok(Self::single(path, file)),
-            }
+            Ok(Self::expand(&path, file, &open_part)?)
         }
     }
 
@@ -63,44 +61,18 @@ impl Checkpoint {
     fn open_folder(dir: &Path, names: &[String]) -> Result<Self, LoadError> {
         let refs: Vec<&str> = names.iter().map(String::as_str).collect();
         let opened = open_all(&refs, &|name| StoredFile::open(&dir.join(name)));
-        let mut shards = Vec::with_capacity(names.len());
-        let mut warnings = Vec::new();
+        let mut parts = Vec::with_capacity(names.len());
         for (name, file) in names.iter().zip(opened) {
-            let file = file?;
-            warnings.extend(format_warnings(&file, Some(name)));
-            shards.push(Shard {
-                name: name.clone(),
-                file,
-            });
+            parts.push((name.clone(), file?));
         }
-        let mut seen: HashMap<&str, &str> = HashMap::new();
-        let mut tensors = Vec::new();
-        for (s, shard) in shards.iter().enumerate() {
-            for (index, t) in shard.file.header().tensors().iter().enumerate() {
-                if let Some(first) = seen.get(t.name()) {
-                    warnings.push(Warning {
-                        kind: "DuplicateTensor",
-                        message: format!(
-                            "{:?} also holds tensor {:?}, which {first:?} holds first; the first is the one read by name",
-                            shard.name,
-                            t.name()
-                        ),
-                        tensor: Some(t.name().to_owned()),
-                        shard: Some(shard.name.clone()),
-                    });
-                } else {
-                    seen.insert(t.name(), &shard.name);
-                }
-                tensors.push(TensorRef { shard: s, index });
-            }
-        }
-        drop(seen);
-        Ok(Self::new(
+        Ok(Self::of_parts(
             dir.to_path_buf(),
-            CheckpointKind::Folder,
-            shards,
-            tensors,
-            warnings,
+            parts,
+            |shard, tensor, first| {
+                format!(
+                    "{shard:?} also holds tensor {tensor:?}, which {first:?} holds first; the first is the one read by name"
+                )
+            },
         ))
     }
 
@@ -110,6 +82,23 @@ impl Checkpoint {
         let ck = Self::open(path)?;
         ck.readable()?;
         Ok(ck)
+    }
+
+    /// A file as its checkpoint: with the files it names when its
+    /// container says it begins several, else alone.
+    fn expand(
+        path: &Path,
+        file: StoredFile,
+        open_part: &(dyn Fn(&str) -> Result<StoredFile, LoadError> + Sync),
+    ) -> Result<Self, LoadError> {
+        let Some(expand) = file.kind().entry().expand else {
+            return Ok(Self::single(path.to_path_buf(), file));
+        };
+        match expand(path, file, open_part) {
+            Ok(ck) => Ok(ck),
+            Err((_, Some(e))) => Err(e),
+            Err((file, None)) => Ok(Self::single(path.to_path_buf(), file)),
+        }
     }
 
     /// A checkpoint of one file.
@@ -201,16 +190,12 @@ impl Checkpoint {
                 }
                 other => other.map_err(|e| not_found(e, &name))?,
             };
-            // A split GGUF's first part: its parts beside it, by URL.
+            // The files it names, beside it, by URL.
             let open_part = |part: &str| {
-                StoredFile::open_url(&super::gguf_split::sibling_url(&url, part))
+                StoredFile::open_url(&sibling_keeping_query(&url, part))
                     .map_err(|e| not_found(e, part))
             };
-            return match super::gguf_split::open(&path, file, &open_part) {
-                Ok(ck) => Ok(ck),
-                Err((_, Some(e))) => Err(e),
-                Err((file, None)) => Ok(Self::single(path, file)),
-            };
+            return Self::expand(&path, file, &open_part);
         }
         let text = match located.index {
             Some(t) => t,
@@ -337,11 +322,7 @@ impl Checkpoint {
         // reported (its globals), not a mismatch.
         let unsafe_shards: BTreeSet<&str> = shards
             .iter()
-            .filter(|s| {
-                s.file
-                    .pickle()
-                    .is_some_and(|p| !p.unsafe_globals.is_empty())
-            })
+            .filter(|s| !s.file.unsafe_globals().is_empty())
             .map(|s| s.name.as_str())
             .collect();
         for (tensor, shard) in &weight_map {
@@ -525,7 +506,7 @@ fn check_shard_name(name: &str, torch: bool) -> Result<(), &'static str> {
     Ok(())
 }
 
-fn format_warnings(file: &StoredFile, shard: Option<&str>) -> Vec<Warning> {
+pub(super) fn format_warnings(file: &StoredFile, shard: Option<&str>) -> Vec<Warning> {
     let mut out: Vec<Warning> = file
         .header()
         .warnings()
@@ -540,24 +521,11 @@ fn format_warnings(file: &StoredFile, shard: Option<&str>) -> Vec<Warning> {
             shard: shard.map(str::to_owned),
         })
         .collect();
-    // An archive's other members (a README.txt) are not tensors: said once.
-    if let Some(others) = file.numpy().map(super::super::NumpyParts::other_members)
-        && !others.is_empty()
-    {
-        let shown: Vec<String> = others.iter().take(5).map(|m| format!("{m:?}")).collect();
-        let more = others.len().saturating_sub(shown.len());
+    // What the container warns of (an archive's other members).
+    for (kind, message) in file.container_warnings() {
         out.push(Warning {
-            kind: "NpzOtherMembers",
-            message: format!(
-                "the archive holds {} member(s) that are not .npy arrays and are not tensors: {}{}",
-                others.len(),
-                shown.join(", "),
-                if more > 0 {
-                    format!(" and {more} more")
-                } else {
-                    String::new()
-                }
-            ),
+            kind,
+            message,
             tensor: None,
             shard: shard.map(str::to_owned),
         });

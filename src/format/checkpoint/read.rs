@@ -100,7 +100,7 @@ impl Checkpoint {
         // A remote zip's storages: each where its local header says.
         for &t in tensors {
             if let Some(shard) = self.shards.get(t.shard) {
-                shard.file.check_local_header(t.index)?;
+                shard.file.check_fetched(t.index)?;
             }
         }
         Ok(out)

@@ -5,10 +5,25 @@
 //! order as strides. Nothing is ever unpickled: object arrays are refused
 //! by their descr before a byte of their data is looked at.
 
+mod file;
 pub mod header;
 mod npz;
 
-use crate::format::parse::TensorInfo;
+pub use file::NumpyParts;
+
+/// NumPy files in the table of containers.
+pub(crate) const CONTAINER: crate::format::containers::Container =
+    crate::format::containers::Container {
+        id: "numpy",
+        label: "NumPy",
+        has_data_section: false,
+        claims: file::claims,
+        open: file::open,
+        refuse: Some(file::refuse),
+        expand: None,
+    };
+
+use crate::format::TensorInfo;
 use crate::format::stored::{Encoding, Layout, Placement, Storage};
 pub use header::NpyHeader;
 

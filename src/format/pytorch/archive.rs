@@ -10,7 +10,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use super::objects::{self, ObjectError, TensorDesc};
 use super::pickle;
-use crate::format::parse::TensorInfo;
+use crate::format::TensorInfo;
 use crate::format::stored::{ByteOrder, Encoding, Layout, Placement, Storage};
 use crate::format::zip::{Archive, Member, ZipError};
 

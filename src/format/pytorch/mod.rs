@@ -10,11 +10,55 @@
 pub mod allowlist;
 pub mod archive;
 pub mod bare;
+mod file;
 pub mod legacy;
 pub mod objects;
 pub mod pickle;
+mod remote;
 mod text;
 pub mod value;
+
+use crate::format::containers::{Container, Probe};
+
+/// PyTorch files in the table of containers: a `torch.save` zip (a
+/// `data.pkl` among its members; any zip, remotely, whose directory is
+/// read from its end) or the legacy format's magic.
+pub(crate) const CONTAINER: Container = Container {
+    id: "pytorch",
+    label: "PyTorch",
+    has_data_section: false,
+    claims: |p: &Probe<'_>| {
+        if p.remote {
+            return crate::format::zip::is_zip(p.bytes);
+        }
+        p.bytes.starts_with(legacy::MAGIC)
+            || p.archive.is_some_and(|a| {
+                a.members()
+                    .iter()
+                    .any(|m| m.name == "data.pkl" || m.name.ends_with("/data.pkl"))
+            })
+    },
+    open: |o| {
+        if o.source.remote().is_some() {
+            remote::open_remote(o.path, o.source)
+        } else {
+            file::open_local(o)
+        }
+    },
+    refuse: None,
+    expand: None,
+};
+
+/// A bare pickle (local): no tensors, only what its pickle names.
+pub(crate) const PICKLE: Container = Container {
+    id: "pickle",
+    label: "Python pickle",
+    has_data_section: false,
+    claims: |p: &Probe<'_>| !p.remote && p.bytes.first() == Some(&bare::PROTO),
+    open: file::open_bare,
+    refuse: None,
+    expand: None,
+};
 
 /// What a torch file's pickle says beyond its tensors: the globals it
 /// names, those outside the allowlist, and its non-tensor leaves.

@@ -598,7 +598,7 @@ mod archive {
         let names: Vec<&str> = t
             .tensors
             .iter()
-            .map(crate::format::parse::TensorInfo::name)
+            .map(crate::format::TensorInfo::name)
             .collect();
         assert_eq!(names, ["a", "b", "c"]);
         let a = &t.placements[0];

@@ -55,7 +55,7 @@ fn file_ui(ui: &mut egui::Ui, tab: &Tab) {
                     ui.label(match ck.kind() {
                         CheckpointKind::Single => "single file".to_owned(),
                         CheckpointKind::Folder
-                            if ck.container() == crate::format::ContainerKind::Gguf =>
+                            if ck.container() == crate::format::ContainerKind::GGUF =>
                         {
                             format!("a split model, {} parts", ck.shards().len())
                         }

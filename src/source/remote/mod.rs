@@ -36,6 +36,12 @@ pub fn sibling_url(url: &str, name: &str) -> Option<String> {
     url::sibling(url, name)
 }
 
+/// The URL of file `name` beside the file at `url`, its query kept (a
+/// split model's parts).
+pub fn sibling_keeping_query(url: &str, name: &str) -> String {
+    url::sibling_keeping_query(url, name)
+}
+
 /// True when `location` names a remote file (`http://`, `https://` or
 /// `hf://`) rather than a local path.
 pub fn is_remote(location: &str) -> bool {

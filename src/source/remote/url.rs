@@ -83,6 +83,19 @@ pub fn sibling(url: &str, name: &str) -> Option<String> {
     Some(format!("{}/{name}", &base[..cut]))
 }
 
+/// The URL of file `name` beside the file at `url` (its last segment
+/// replaced, a query kept).
+pub fn sibling_keeping_query(url: &str, name: &str) -> String {
+    let (base, query) = match url.find(['?', '#']) {
+        Some(at) => url.split_at(at),
+        None => (url, ""),
+    };
+    match base.rsplit_once('/') {
+        Some((dir, _)) => format!("{dir}/{name}{query}"),
+        None => name.to_owned(),
+    }
+}
+
 /// `url` without credentials, query or fragment: for messages and cache
 /// keys, which must not carry a signed link's secrets.
 pub fn display(url: &str) -> String {
@@ -102,6 +115,21 @@ pub fn display(url: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn siblings_keep_the_folder_and_the_query() {
+        assert_eq!(
+            super::sibling_keeping_query(
+                "https://h/r/m-00001-of-00002.gguf?download=1",
+                "m-00002-of-00002.gguf"
+            ),
+            "https://h/r/m-00002-of-00002.gguf?download=1"
+        );
+        assert_eq!(
+            super::sibling_keeping_query("http://h/a.gguf", "b.gguf"),
+            "http://h/b.gguf"
+        );
+    }
+
     use super::*;
 
     #[test]

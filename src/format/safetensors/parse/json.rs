@@ -11,8 +11,8 @@ use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
+use super::super::error::{EntryText, FormatWarning};
 use crate::dtype::Dtype;
-use crate::format::error::{EntryText, FormatWarning};
 
 /// A tensor entry as written, before the offset checks.
 pub(super) struct RawEntry {

@@ -5,8 +5,7 @@
 
 use std::path::Path;
 
-use super::{Checkpoint, CheckpointKind, Shard, TensorRef, Warning};
-use crate::format::{LoadError, StoredFile};
+use crate::format::{Checkpoint, LoadError, StoredFile};
 
 /// `(split.no, split.count)` of a part, when it says it is one of several.
 fn split_of(file: &StoredFile) -> Option<(u64, u64)> {
@@ -36,10 +35,10 @@ fn invalid(path: &Path, message: String) -> LoadError {
 /// the first part of; `Err((first, None))` when it is no split model's
 /// first part (it is then opened alone). The other parts are opened by
 /// `open_part`, given their file name.
-pub(super) fn open(
+pub(crate) fn open(
     path: &Path,
     first: StoredFile,
-    open_part: &dyn Fn(&str) -> Result<StoredFile, LoadError>,
+    open_part: &(dyn Fn(&str) -> Result<StoredFile, LoadError> + Sync),
 ) -> Result<Checkpoint, (StoredFile, Option<LoadError>)> {
     let Some((0, count)) = split_of(&first) else {
         return Err((first, None));
@@ -68,7 +67,7 @@ pub(super) fn open(
         );
         return Err((first, Some(e)));
     }
-    let mut shards = vec![Shard { name, file: first }];
+    let mut shards = vec![(name, first)];
     for k in 2..=count {
         let part = format!("{prefix}-{k:05}-of-{count:05}.gguf");
         let file = open_part(&part).map_err(|e| match e {
@@ -81,7 +80,7 @@ pub(super) fn open(
         });
         let file = match file {
             Ok(f) => f,
-            Err(e) => return Err((shards.swap_remove(0).file, Some(e))),
+            Err(e) => return Err((shards.swap_remove(0).1, Some(e))),
         };
         if split_of(&file) != Some((k - 1, count)) {
             let e = invalid(
@@ -91,67 +90,24 @@ pub(super) fn open(
                     k - 1
                 ),
             );
-            return Err((shards.swap_remove(0).file, Some(e)));
+            return Err((shards.swap_remove(0).1, Some(e)));
         }
-        shards.push(Shard { name: part, file });
+        shards.push((part, file));
     }
-    let mut warnings = Vec::new();
-    let mut seen = std::collections::HashSet::new();
-    let mut tensors = Vec::new();
-    for (s, shard) in shards.iter().enumerate() {
-        for (index, t) in shard.file.header().tensors().iter().enumerate() {
-            if !seen.insert(t.name().to_owned()) {
-                warnings.push(Warning {
-                    kind: "DuplicateTensor",
-                    message: format!(
-                        "{:?} also holds tensor {:?}; the first part's is the one read by name",
-                        shard.name,
-                        t.name()
-                    ),
-                    tensor: Some(t.name().to_owned()),
-                    shard: Some(shard.name.clone()),
-                });
-            }
-            tensors.push(TensorRef { shard: s, index });
-        }
-    }
-    Ok(Checkpoint::new(
+    Ok(Checkpoint::of_parts(
         path.to_path_buf(),
-        CheckpointKind::Folder,
         shards,
-        tensors,
-        warnings,
+        |shard, tensor, _first| {
+            format!(
+                "{shard:?} also holds tensor {tensor:?}; the first part's is the one read by name"
+            )
+        },
     ))
-}
-
-/// The URL of file `name` beside the file at `url` (its last segment
-/// replaced, a query kept).
-pub(super) fn sibling_url(url: &str, name: &str) -> String {
-    let (base, query) = match url.find(['?', '#']) {
-        Some(at) => url.split_at(at),
-        None => (url, ""),
-    };
-    match base.rsplit_once('/') {
-        Some((dir, _)) => format!("{dir}/{name}{query}"),
-        None => name.to_owned(),
-    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{parse_name, sibling_url};
-
-    #[test]
-    fn siblings_keep_the_folder_and_the_query() {
-        assert_eq!(
-            sibling_url(
-                "https://h/r/m-00001-of-00002.gguf?download=1",
-                "m-00002-of-00002.gguf"
-            ),
-            "https://h/r/m-00002-of-00002.gguf?download=1"
-        );
-        assert_eq!(sibling_url("http://h/a.gguf", "b.gguf"), "http://h/b.gguf");
-    }
+    use super::parse_name;
 
     #[test]
     fn part_names_give_their_stem_and_count() {

@@ -6,11 +6,11 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use super::{ContainerKind, StoredFile, numpy_remote_archive};
-use crate::format::LoadError;
-use crate::format::pytorch::archive::{MAX_PICKLE_BYTES, TorchError};
-use crate::format::stored::Encoding;
+use super::archive::{MAX_PICKLE_BYTES, TorchError};
+use super::file::{Unverified, into_file};
+use crate::format::containers::ContainerKind;
 use crate::format::zip::{self, Directory, ZipError};
+use crate::format::{LoadError, StoredFile};
 use crate::source::{RemoteError, Source};
 
 /// Bytes of the end read first: the end record (22), the ZIP64 locator
@@ -25,18 +25,19 @@ const EXTRA_GUESS: u64 = 256;
 /// A central directory longer than this is refused (a million members).
 const MAX_DIRECTORY: u64 = 256 << 20;
 
-/// Where a remote torch zip's storages are, by the data start their
-/// placements use: the member, whose local header is checked when read.
-#[derive(Debug, Default)]
-pub(super) struct Unverified {
-    members: HashMap<u64, usize>,
+/// The refusal of a remote zip that is no torch zip (an `.npz`).
+fn remote_archive(path: PathBuf) -> LoadError {
+    LoadError::Numpy {
+        path,
+        error: crate::format::numpy::NumpyError::RemoteArchive,
+    }
 }
 
-impl StoredFile {
-    /// Opens the remote torch zip whose first block `source` holds.
-    pub(super) fn remote_zip(path: PathBuf, source: Source) -> Result<Self, LoadError> {
+/// Opens the remote torch zip whose first block `source` holds.
+pub(super) fn open_remote(path: PathBuf, source: Source) -> Result<StoredFile, LoadError> {
+    {
         let Some(remote) = source.remote() else {
-            return Err(numpy_remote_archive(path));
+            return Err(remote_archive(path));
         };
         let len = source.len();
         let fail = |error: RemoteError| LoadError::Remote {
@@ -86,7 +87,7 @@ impl StoredFile {
             .iter()
             .any(|m| m.name == "data.pkl" || m.name.ends_with("/data.pkl"));
         if !is_torch {
-            return Err(numpy_remote_archive(path));
+            return Err(remote_archive(path));
         }
         // The members read at open: the pickle and the byte order.
         let wanted: Vec<usize> = archive
@@ -133,47 +134,14 @@ impl StoredFile {
             .map(|m| (m.data_start, m.index))
             .collect();
         let read = crate::format::pytorch::archive::read(source.bytes(), &archive);
-        let mut file = Self::torch_file(path, source, read, Some(archive), ContainerKind::Pytorch)?;
-        file.unverified = Some(Unverified { members: storages });
-        Ok(file)
-    }
-
-    /// The archive member holding the storage of the tensor at `index`, in
-    /// a remote zip whose storages' local headers are read when fetched.
-    fn unverified_member(&self, index: usize) -> Option<&zip::Member> {
-        let unverified = self.unverified.as_ref()?;
-        let storage = self.placements.get(index)?.storage();
-        let member = match storage.encoding {
-            Encoding::Deflated { member, .. } => member,
-            Encoding::Plain => *unverified.members.get(&storage.file_range.start)?,
-        };
-        self.zip.as_ref()?.members().get(member)
-    }
-
-    /// Where a remote zip's tensor's bytes start, its local header
-    /// included (read with them, to check where its data starts).
-    pub(super) fn local_header_start(&self, index: usize) -> Option<u64> {
-        self.unverified_member(index).map(|m| m.header_start)
-    }
-
-    /// Checks, once the tensor's bytes are fetched, that its storage's
-    /// local header puts the data where its placement reads it.
-    pub fn check_local_header(&self, index: usize) -> Result<(), LoadError> {
-        let Some(m) = self.unverified_member(index) else {
-            return Ok(());
-        };
-        match zip::local_data_start(self.source.bytes(), m.header_start) {
-            Some(start) if start == m.data_start => Ok(()),
-            found => Err(LoadError::Pytorch {
-                path: self.path.clone(),
-                error: TorchError::Zip(ZipError::Archive(format!(
-                    "member {:?}: its local header at byte {} puts its data at {}, not at byte {} where torch.save puts it; this remote file cannot be read by ranges (download it and open the copy)",
-                    m.name,
-                    m.header_start,
-                    found.map_or_else(|| "no valid header".to_owned(), |s| format!("byte {s}")),
-                    m.data_start
-                ))),
-            }),
-        }
+        let unverified = Unverified::new(storages);
+        into_file(
+            path,
+            source,
+            read,
+            Some(archive),
+            ContainerKind::PYTORCH,
+            Some(unverified),
+        )
     }
 }

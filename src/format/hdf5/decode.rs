@@ -93,7 +93,11 @@ impl Chunked {
         }
         let mut bytes = data.into_owned();
         self.conv.apply(&mut bytes);
-        *out = bytes;
+        if out.is_empty() {
+            *out = bytes;
+        } else {
+            out.extend_from_slice(&bytes);
+        }
         Ok(())
     }
 

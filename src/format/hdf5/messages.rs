@@ -92,8 +92,10 @@ pub(super) enum Index {
     Implicit(u64),
     /// A fixed array (header address).
     FixedArray(u64),
-    /// An index this reader does not read, by name.
-    Other(&'static str),
+    /// An extensible array (header address): one unlimited dimension.
+    ExtensibleArray(u64),
+    /// A version 2 B-tree (header address): several unlimited dimensions.
+    BTree2(u64),
 }
 
 /// A data layout.
@@ -232,8 +234,14 @@ fn layout_v4_chunked(c: &mut Cur<'_>) -> Result<Layout, Hdf5Error> {
             c.skip(1)?;
             Index::FixedArray(c.u64()?)
         }
-        4 => Index::Other("an extensible array (a dataset with one unlimited dimension)"),
-        5 => Index::Other("a version 2 B-tree (a dataset with several unlimited dimensions)"),
+        4 => {
+            c.skip(5)?;
+            Index::ExtensibleArray(c.u64()?)
+        }
+        5 => {
+            c.skip(6)?;
+            Index::BTree2(c.u64()?)
+        }
         k => return Err(c.err(format!("chunk index type {k} (1 to 5 exist)"))),
     };
     Ok(Layout::Chunked {

@@ -23,6 +23,7 @@ mod attrs;
 mod btree;
 mod chunks;
 mod decode;
+mod earray;
 mod error;
 mod group;
 mod header;

@@ -47,7 +47,8 @@ pub(super) fn read(
         match m.kind {
             messages::ATTRIBUTE if m.flags & 0x02 == 0 => add(m.data, m.at, &mut mine),
             messages::ATTRIBUTE_INFO => {
-                let Ok(Some((heap, names))) = attribute_info(&mut m.cursor("an attribute info")) else {
+                let Ok(Some((heap, names))) = attribute_info(&mut m.cursor("an attribute info"))
+                else {
                     continue;
                 };
                 let mut found = Vec::new();
@@ -81,7 +82,7 @@ fn attribute_info(c: &mut Cur<'_>) -> Result<Option<(u64, u64)>, Hdf5Error> {
 
 /// One attribute message: its name and value, `None` when the value is
 /// not one kept.
-fn attribute(f: &File<'_>, data: &[u8], at: u64) -> Result<Option<(String, Value)>, Hdf5Error> {
+fn attribute(file: &File<'_>, data: &[u8], at: u64) -> Result<Option<(String, Value)>, Hdf5Error> {
     let mut c = Cur::new(data, at, "an attribute message");
     let version = c.u8()?;
     let flags = c.u8()?;
@@ -102,7 +103,11 @@ fn attribute(f: &File<'_>, data: &[u8], at: u64) -> Result<Option<(String, Value
         .position(|&b| b == 0)
         .unwrap_or(name_len.min(raw_name.len()));
     let name = String::from_utf8_lossy(&raw_name[..end]).into_owned();
-    let t = types::datatype(&mut Cur::new(c.bytes(pad(type_len))?, at, "an attribute's type"))?;
+    let ty = types::datatype(&mut Cur::new(
+        c.bytes(pad(type_len))?,
+        at,
+        "an attribute's type",
+    ))?;
     let space = messages::dataspace(&mut Cur::new(
         c.bytes(pad(space_len))?,
         at,
@@ -116,9 +121,9 @@ fn attribute(f: &File<'_>, data: &[u8], at: u64) -> Result<Option<(String, Value
     if n > MAX_ELEMENTS {
         return Ok(None);
     }
-    let width = match t {
+    let width = match ty {
         Type::VarStr => 16,
-        _ => t.size().unwrap_or(0) as usize,
+        _ => ty.size().unwrap_or(0) as usize,
     };
     if width == 0 {
         return Ok(None);
@@ -127,7 +132,7 @@ fn attribute(f: &File<'_>, data: &[u8], at: u64) -> Result<Option<(String, Value
     let mut heaps = HashMap::new();
     let mut values = Vec::with_capacity(n as usize);
     for e in bytes.chunks_exact(width) {
-        match value(f, &t, e, &mut heaps) {
+        match value(file, &ty, e, &mut heaps) {
             Some(v) => values.push(v),
             None => return Ok(None),
         }
@@ -140,13 +145,12 @@ fn attribute(f: &File<'_>, data: &[u8], at: u64) -> Result<Option<(String, Value
     Ok(Some((name, value)))
 }
 
+/// Global heap collections read, by address: their objects (index,
+/// bytes), or `None` when unreadable.
+type Heaps<'a> = HashMap<u64, Option<Vec<(u16, &'a [u8])>>>;
+
 /// One element as JSON.
-fn value<'a>(
-    f: &File<'a>,
-    t: &Type,
-    e: &[u8],
-    heaps: &mut HashMap<u64, Option<Vec<(u16, &'a [u8])>>>,
-) -> Option<Value> {
+fn value<'a>(file: &File<'a>, t: &Type, e: &[u8], heaps: &mut Heaps<'a>) -> Option<Value> {
     let ordered = |big: bool| -> Vec<u8> {
         let mut v = e.to_vec();
         if big {
@@ -156,7 +160,12 @@ fn value<'a>(
     };
     let float = |x: f64| serde_json::Number::from_f64(x).map_or(Value::Null, Value::Number);
     match t {
-        Type::Int { size, signed, big, exact: true } if *size <= 8 => {
+        Type::Int {
+            size,
+            signed,
+            big,
+            exact: true,
+        } if *size <= 8 => {
             let v = le(&ordered(*big));
             let bits = size * 8;
             Some(if *signed {
@@ -166,7 +175,11 @@ fn value<'a>(
                 Value::from(v)
             })
         }
-        Type::Float { size, big, ieee: true } => {
+        Type::Float {
+            size,
+            big,
+            ieee: true,
+        } => {
             let v = le(&ordered(*big));
             Some(match size {
                 2 => float(f64::from(half::f16::from_bits(v as u16))),
@@ -175,7 +188,9 @@ fn value<'a>(
             })
         }
         Type::Enum { .. } => match t.tensor() {
-            Ok((crate::dtype::Dtype::Bool, _)) => Some(Value::Bool(e.first().is_some_and(|&b| b != 0))),
+            Ok((crate::dtype::Dtype::Bool, _)) => {
+                Some(Value::Bool(e.first().is_some_and(|&b| b != 0)))
+            }
             _ => None,
         },
         Type::Str { space, .. } => {
@@ -197,7 +212,7 @@ fn value<'a>(
             }
             let objects = heaps
                 .entry(coll)
-                .or_insert_with(|| global_heap(f, coll).ok())
+                .or_insert_with(|| global_heap(file, coll).ok())
                 .as_ref()?;
             let data = objects.iter().find(|(i, _)| *i == index)?.1;
             Some(Value::String(

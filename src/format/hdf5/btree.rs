@@ -30,6 +30,10 @@ impl Budget {
     }
 }
 
+/// What a version 1 B-tree walk hands each leaf entry: the key before
+/// the child, and the child's address.
+pub(super) type Leaf<'b> = &'b mut dyn FnMut(&[u8], u64) -> Result<(), Hdf5Error>;
+
 /// Walks the version 1 B-tree of `node_type` at `root` (keys of
 /// `key_size` bytes), handing `leaf` each entry of its level-0 nodes: the
 /// key before the child, and the child's address.
@@ -39,7 +43,7 @@ pub(super) fn walk_v1(
     node_type: u8,
     key_size: usize,
     budget: &mut Budget,
-    leaf: &mut dyn FnMut(&[u8], u64) -> Result<(), Hdf5Error>,
+    leaf: Leaf<'_>,
 ) -> Result<(), Hdf5Error> {
     const WHAT: &str = "a version 1 B-tree node";
     if root == UNDEF {
@@ -88,7 +92,7 @@ pub(super) fn walk_v1(
 
 /// `H5VM_limit_enc_size`: bytes that encode numbers up to `n`.
 pub(super) fn enc_size(n: u64) -> usize {
-    ((63 - n.max(1).leading_zeros()) / 8 + 1) as usize
+    (n.max(1).ilog2() / 8 + 1) as usize
 }
 
 /// Walks the version 2 B-tree whose header is at `addr`, handing `record`
@@ -118,7 +122,7 @@ pub(super) fn walk_v2<'a>(
     if root == UNDEF || root_nrec == 0 {
         return Ok(());
     }
-    if rec_size == 0 || node_size < 10 || node_size > 1 << 20 || depth > 32 {
+    if rec_size == 0 || !(10..=1 << 20).contains(&node_size) || depth > 32 {
         return Err(c.err(format!(
             "node size {node_size}, record size {rec_size}, depth {depth}: not a B-tree read"
         )));

@@ -197,77 +197,106 @@ pub(super) fn read(
                 Ok(())
             })?;
         }
-        Index::ExtensibleArray(addr) => {
-            let n = grid_len(&g.counts(g.dims))?;
-            chunks.take(n)?;
-            // The unlimited dimension first (HDF5 swizzles it there), the
-            // others in order, strides over the maximum chunk counts.
-            let unlim = g.max.iter().position(|&m| m == UNDEF).unwrap_or(0);
-            let mut order: Vec<usize> = (0..rank).filter(|&d| d != unlim).collect();
-            order.insert(0, unlim);
-            let max_counts = g.counts(g.max);
-            let swizzled: Vec<u64> = order.iter().map(|&d| max_counts[d]).collect();
-            let sdown = down(&swizzled)?;
-            let mut strides = vec![0u64; rank];
-            for (k, &d) in order.iter().enumerate() {
-                strides[d] = sdown[k];
-            }
-            let last = g
-                .counts(g.dims)
-                .iter()
-                .zip(&strides)
-                .try_fold(0u64, |a, (&c, &s)| a.checked_add(c.saturating_sub(1).checked_mul(s)?))
-                .and_then(|x| x.checked_add(1))
-                .filter(|&x| x <= MAX_CHUNKS)
-                .ok_or(Hdf5Error::Limit {
-                    what: "entries of an extensible array",
-                    limit: MAX_CHUNKS,
-                })?;
-            let entries = earray::read(f, addr, if n == 0 { 0 } else { last })?;
-            for_each_chunk(g, n, &strides, &mut |origin, idx| {
-                let Some(&(a, size, mask)) = entries.get(idx as usize) else {
-                    return Ok(());
-                };
-                if a == UNDEF {
-                    return Ok(());
-                }
-                let len = size.unwrap_or(g.chunk_bytes);
-                let (start, _) = f.range(a, len, "a chunk")?;
-                out.push(g.block(origin, start, len, mask));
-                Ok(())
-            })?;
-        }
-        Index::BTree2(addr) => {
-            walk_v2(f, addr, budget, &mut |rec| {
-                let mut c = Cur::new(rec, 0, "a chunk record of a version 2 B-tree");
-                let a = c.u64()?;
-                let (len, mask) = if g.filtered {
-                    let width = rec.len().checked_sub(8 + 4 + 8 * rank).filter(|w| (1..=8).contains(w));
-                    let Some(width) = width else {
-                        return Err(c.err(format!("a filtered chunk record of {} bytes", rec.len())));
-                    };
-                    (c.uint(width)?, c.u32()?)
-                } else {
-                    (g.chunk_bytes, 0)
-                };
-                let mut origin = Vec::with_capacity(rank);
-                for d in 0..rank {
-                    let scaled = c.u64()?;
-                    origin.push(scaled.checked_mul(g.chunk[d]).ok_or_else(|| {
-                        c.err(format!("scaled offset {scaled} in dimension {d} overflows"))
-                    })?);
-                }
-                chunks.take(1)?;
-                if a == UNDEF || !g.inside(&origin) {
-                    return Ok(());
-                }
-                let (start, _) = f.range(a, len, "a chunk")?;
-                out.push(g.block(origin, start, len, mask));
-                Ok(())
-            })?;
-        }
+        Index::ExtensibleArray(addr) => extensible(f, g, addr, chunks, &mut out)?,
+        Index::BTree2(addr) => btree2(f, g, addr, budget, chunks, &mut out)?,
     }
     Ok(out)
+}
+
+/// The chunks of an extensible array index.
+fn extensible(
+    f: &File<'_>,
+    g: &Geometry<'_>,
+    addr: u64,
+    chunks: &mut ChunkBudget,
+    out: &mut Vec<Block<Piece>>,
+) -> Result<(), Hdf5Error> {
+    let rank = g.dims.len();
+    let n = grid_len(&g.counts(g.dims))?;
+    chunks.take(n)?;
+    // The unlimited dimension first (HDF5 swizzles it there), the
+    // others in order, strides over the maximum chunk counts.
+    let unlim = g.max.iter().position(|&m| m == UNDEF).unwrap_or(0);
+    let mut order: Vec<usize> = (0..rank).filter(|&d| d != unlim).collect();
+    order.insert(0, unlim);
+    let max_counts = g.counts(g.max);
+    let swizzled: Vec<u64> = order.iter().map(|&d| max_counts[d]).collect();
+    let sdown = down(&swizzled)?;
+    let mut strides = vec![0u64; rank];
+    for (k, &d) in order.iter().enumerate() {
+        strides[d] = sdown[k];
+    }
+    let last = g
+        .counts(g.dims)
+        .iter()
+        .zip(&strides)
+        .try_fold(0u64, |a, (&c, &s)| {
+            a.checked_add(c.saturating_sub(1).checked_mul(s)?)
+        })
+        .and_then(|x| x.checked_add(1))
+        .filter(|&x| x <= MAX_CHUNKS)
+        .ok_or(Hdf5Error::Limit {
+            what: "entries of an extensible array",
+            limit: MAX_CHUNKS,
+        })?;
+    let entries = earray::read(f, addr, if n == 0 { 0 } else { last })?;
+    for_each_chunk(g, n, &strides, &mut |origin, idx| {
+        let Some(&(a, size, mask)) = entries.get(idx as usize) else {
+            return Ok(());
+        };
+        if a == UNDEF {
+            return Ok(());
+        }
+        let len = size.unwrap_or(g.chunk_bytes);
+        let (start, _) = f.range(a, len, "a chunk")?;
+        out.push(g.block(origin, start, len, mask));
+        Ok(())
+    })?;
+    Ok(())
+}
+
+/// The chunks of a version 2 B-tree index (records of type 10, or 11
+/// when filtered: address, [size, filter mask,] scaled offsets).
+fn btree2(
+    f: &File<'_>,
+    g: &Geometry<'_>,
+    addr: u64,
+    budget: &mut Budget,
+    chunks: &mut ChunkBudget,
+    out: &mut Vec<Block<Piece>>,
+) -> Result<(), Hdf5Error> {
+    let rank = g.dims.len();
+    walk_v2(f, addr, budget, &mut |rec| {
+        let mut c = Cur::new(rec, 0, "a chunk record of a version 2 B-tree");
+        let a = c.u64()?;
+        let (len, mask) = if g.filtered {
+            let width = rec
+                .len()
+                .checked_sub(8 + 4 + 8 * rank)
+                .filter(|w| (1..=8).contains(w));
+            let Some(width) = width else {
+                return Err(c.err(format!("a filtered chunk record of {} bytes", rec.len())));
+            };
+            (c.uint(width)?, c.u32()?)
+        } else {
+            (g.chunk_bytes, 0)
+        };
+        let mut origin = Vec::with_capacity(rank);
+        for d in 0..rank {
+            let scaled = c.u64()?;
+            origin.push(scaled.checked_mul(g.chunk[d]).ok_or_else(|| {
+                c.err(format!("scaled offset {scaled} in dimension {d} overflows"))
+            })?);
+        }
+        chunks.take(1)?;
+        if a == UNDEF || !g.inside(&origin) {
+            return Ok(());
+        }
+        let (start, _) = f.range(a, len, "a chunk")?;
+        out.push(g.block(origin, start, len, mask));
+        Ok(())
+    })?;
+    Ok(())
 }
 
 /// The number of chunks of a grid.

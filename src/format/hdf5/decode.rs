@@ -234,7 +234,9 @@ pub(super) fn inflate(input: &[u8], cap: usize) -> Result<Vec<u8>, String> {
     loop {
         if out.len() == out.capacity() {
             if out.len() >= limit {
-                return Err(format!("the deflate stream inflates past the chunk's {cap} bytes"));
+                return Err(format!(
+                    "the deflate stream inflates past the chunk's {cap} bytes"
+                ));
             }
             let grow = out.capacity().max(64).min(limit - out.len());
             out.reserve_exact(grow);
@@ -256,7 +258,9 @@ pub(super) fn inflate(input: &[u8], cap: usize) -> Result<Vec<u8>, String> {
         }
     }
     if out.len() > cap {
-        return Err(format!("the deflate stream inflates past the chunk's {cap} bytes"));
+        return Err(format!(
+            "the deflate stream inflates past the chunk's {cap} bytes"
+        ));
     }
     Ok(out)
 }

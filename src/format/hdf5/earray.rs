@@ -33,7 +33,7 @@ fn sblk_info(h: &Header, u: u64) -> (u64, u64) {
 
 /// The first `n` elements of the extensible array whose header is at
 /// `addr` (elements never written: `UNDEF` addresses).
-pub(super) fn read(f: &File<'_>, addr: u64, n: u64) -> Result<Vec<Entry>, Hdf5Error> {
+pub(super) fn read(f: &File<'_>, addr: u64, wanted: u64) -> Result<Vec<Entry>, Hdf5Error> {
     let mut c = f.cursor(addr, 12 + 6 * 8 + 8 + 4, "an extensible array header")?;
     c.signature("EAHD")?;
     let version = c.u8()?;
@@ -47,7 +47,7 @@ pub(super) fn read(f: &File<'_>, addr: u64, n: u64) -> Result<Vec<Entry>, Hdf5Er
     c.skip(6 * 8)?;
     let index_block = c.u64()?;
     c.check_sum(12 + 6 * 8 + 8)?;
-    let log2 = |x: u64| u64::from(63 - x.max(1).leading_zeros());
+    let log2 = |x: u64| u64::from(x.max(1).ilog2());
     if version != 0
         || class > 1
         || !(8..=28).contains(&element)
@@ -73,63 +73,66 @@ pub(super) fn read(f: &File<'_>, addr: u64, n: u64) -> Result<Vec<Entry>, Hdf5Er
         index_block,
     };
     let mut out = vec![(UNDEF, None, 0); 0];
-    if h.index_block == UNDEF || n == 0 {
+    if h.index_block == UNDEF || wanted == 0 {
         return Ok(out);
     }
     // The index block: elements, data block and secondary block addresses.
     let iblk_sblks = 2 * log2(h.sblk_min_ptrs);
-    let ndblk = 2 * (h.sblk_min_ptrs - 1);
-    let nsblk = h.nsblks.saturating_sub(iblk_sblks);
+    let dblk_count = 2 * (h.sblk_min_ptrs - 1);
+    let sblk_count = h.nsblks.saturating_sub(iblk_sblks);
     let prefix = 4 + 1 + 1 + 8;
-    let len = prefix + h.idx_blk_elmts * h.element + (ndblk + nsblk) * 8;
+    let len = prefix + h.idx_blk_elmts * h.element + (dblk_count + sblk_count) * 8;
     let mut c = f.cursor(h.index_block, len + 4, "an extensible array index block")?;
     c.signature("EAIB")?;
     c.skip(2)?;
     if c.u64()? != addr {
         return Err(c.err("its header address is not the array's"));
     }
-    let mut k = 0u64;
-    while k < h.idx_blk_elmts && k < n {
+    let mut kept = 0u64;
+    while kept < h.idx_blk_elmts && kept < wanted {
         out.push(entry(&h, &mut c)?);
-        k += 1;
+        kept += 1;
     }
-    c.skip(((h.idx_blk_elmts - k) * h.element) as usize)?;
+    c.skip(((h.idx_blk_elmts - kept) * h.element) as usize)?;
     let mut dblks = Vec::new();
-    for _ in 0..ndblk {
+    for _ in 0..dblk_count {
         dblks.push(c.u64()?);
     }
     let mut sblks = Vec::new();
-    for _ in 0..nsblk {
+    for _ in 0..sblk_count {
         sblks.push(c.u64()?);
     }
     c.check_sum(len as usize)?;
     // Super blocks in order: their data blocks from the index block, or
     // from a secondary block.
     let mut next_dblk = 0usize;
-    for u in 0..h.nsblks {
-        if out.len() as u64 >= n {
+    for sb in 0..h.nsblks {
+        if out.len() as u64 >= wanted {
             break;
         }
-        let (count, nelmts) = sblk_info(&h, u);
-        let addrs: Vec<u64> = if u < iblk_sblks {
-            let a = dblks
+        let (count, nelmts) = sblk_info(&h, sb);
+        let addrs: Vec<u64> = if sb < iblk_sblks {
+            let these = dblks
                 .get(next_dblk..next_dblk + count as usize)
                 .unwrap_or(&[])
                 .to_vec();
             next_dblk += count as usize;
-            a
+            these
         } else {
-            let s = sblks.get((u - iblk_sblks) as usize).copied().unwrap_or(UNDEF);
+            let s = sblks
+                .get((sb - iblk_sblks) as usize)
+                .copied()
+                .unwrap_or(UNDEF);
             secondary(f, &h, s, addr, count, nelmts)?
         };
-        for d in 0..count {
-            if out.len() as u64 >= n {
+        for block in 0..count {
+            if out.len() as u64 >= wanted {
                 break;
             }
-            let take = nelmts.min(n - out.len() as u64);
-            match addrs.get(d as usize).copied().unwrap_or(UNDEF) {
+            let take = nelmts.min(wanted - out.len() as u64);
+            match addrs.get(block as usize).copied().unwrap_or(UNDEF) {
                 UNDEF => out.extend(std::iter::repeat_n((UNDEF, None, 0), take as usize)),
-                a => data_block(f, &h, a, addr, nelmts, take, &mut out)?,
+                at => data_block(f, &h, at, addr, nelmts, take, &mut out)?,
             }
         }
     }

@@ -28,8 +28,7 @@ pub(super) fn links(
         match m.kind {
             messages::SYMBOL_TABLE => {
                 group = true;
-                let (tree, heap) =
-                    messages::symbol_table(&mut m.cursor("a symbol table message"))?;
+                let (tree, heap) = messages::symbol_table(&mut m.cursor("a symbol table message"))?;
                 symbol_table(f, tree, heap, budget, &mut out)?;
             }
             messages::LINK => {
@@ -189,7 +188,7 @@ pub(super) fn dense_objects<'a>(
 }
 
 fn log2(n: u64) -> u32 {
-    63 - n.max(1).leading_zeros()
+    n.max(1).ilog2()
 }
 
 /// Reads a fractal heap header ("FRHP").
@@ -266,7 +265,11 @@ fn heap_object<'a>(f: &File<'a>, h: &Heap, id: &'a [u8]) -> Result<&'a [u8], Hdf
                     format!("bytes {within}..+{len} run past its direct block of {size}"),
                 ));
             }
-            f.at(block.saturating_add(within), len, "an object of a fractal heap")
+            f.at(
+                block.saturating_add(within),
+                len,
+                "an object of a fractal heap",
+            )
         }
         2 => {
             let len = usize::from(b0 & 0x0f) + 1;
@@ -286,8 +289,14 @@ fn row_of(h: &Heap, off: u64) -> (u64, u64, u64) {
         return (0, h.start, 0);
     }
     let r = u64::from(log2(off / first)) + 1;
-    let size = h.start.saturating_mul(1u64.checked_shl((r - 1) as u32).unwrap_or(0));
-    (r, size, first.saturating_mul(1u64.checked_shl((r - 1) as u32).unwrap_or(0)))
+    let size = h
+        .start
+        .saturating_mul(1u64.checked_shl((r - 1) as u32).unwrap_or(0));
+    (
+        r,
+        size,
+        first.saturating_mul(1u64.checked_shl((r - 1) as u32).unwrap_or(0)),
+    )
 }
 
 /// The direct block holding heap offset `off`: its address, the heap

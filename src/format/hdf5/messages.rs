@@ -53,7 +53,7 @@ pub(super) fn dataspace(c: &mut Cur<'_>) -> Result<Space, Hdf5Error> {
     let kind = match version {
         1 => {
             c.skip(5)?;
-            if rank == 0 { 0 } else { 1 }
+            u8::from(rank != 0)
         }
         2 => c.u8()?,
         v => return Err(c.err(format!("dataspace version {v} (1 and 2 are read)"))),
@@ -197,7 +197,10 @@ fn layout_old(c: &mut Cur<'_>) -> Result<Layout, Hdf5Error> {
 /// `n` chunk dimensions of `width` bytes, the last one the element size.
 fn chunk_dims(c: &mut Cur<'_>, n: usize, width: usize) -> Result<(Vec<u64>, u64), Hdf5Error> {
     if n == 0 || n > MAX_RANK + 1 {
-        return Err(c.err(format!("{n} chunk dimensions (1 to {} exist)", MAX_RANK + 1)));
+        return Err(c.err(format!(
+            "{n} chunk dimensions (1 to {} exist)",
+            MAX_RANK + 1
+        )));
     }
     let mut dims = Vec::with_capacity(n);
     for _ in 0..n {
@@ -270,7 +273,9 @@ pub(super) fn filters(c: &mut Cur<'_>) -> Result<Vec<Filter>, Hdf5Error> {
     if version == 1 {
         c.skip(6)?;
     } else if version != 2 {
-        return Err(c.err(format!("filter pipeline version {version} (1 and 2 are read)")));
+        return Err(c.err(format!(
+            "filter pipeline version {version} (1 and 2 are read)"
+        )));
     }
     if n > 32 {
         return Err(c.err(format!("{n} filters (at most 32)")));

@@ -152,8 +152,7 @@ impl Walk<'_> {
                     limit: MAX_OBJECTS as u64,
                 });
             }
-            let msgs =
-                header::object_header(&self.f, addr).map_err(|e| e.in_dataset(&path))?;
+            let msgs = header::object_header(&self.f, addr).map_err(|e| e.in_dataset(&path))?;
             let is_dataset = msgs.iter().any(|m| m.kind == messages::LAYOUT);
             let links = if is_dataset {
                 None
@@ -222,11 +221,13 @@ impl Walk<'_> {
     fn dataset(&mut self, path: &str, msgs: &[Message<'_>]) -> Result<(), Hdf5Error> {
         let find = |kind: u16| msgs.iter().find(|m| m.kind == kind);
         let need = |kind: u16, what: &str| {
-            find(kind).ok_or_else(|| Hdf5Error::malformed(
-                "a dataset's object header",
-                0,
-                format!("it has a layout but no {what} message"),
-            ))
+            find(kind).ok_or_else(|| {
+                Hdf5Error::malformed(
+                    "a dataset's object header",
+                    0,
+                    format!("it has a layout but no {what} message"),
+                )
+            })
         };
         let space_msg = need(messages::DATASPACE, "dataspace")?;
         let space = messages::dataspace(&mut space_msg.cursor("a dataspace message"))?;
@@ -235,9 +236,9 @@ impl Walk<'_> {
         let (dtype, conv) = match t.tensor() {
             Ok(x) => x,
             Err(why) => {
-                self.out
-                    .warnings
-                    .push(format!("dataset {path:?} is skipped: its type is {why}, no tensor's"));
+                self.out.warnings.push(format!(
+                    "dataset {path:?} is skipped: its type is {why}, no tensor's"
+                ));
                 return Ok(());
             }
         };
@@ -261,8 +262,13 @@ impl Walk<'_> {
             None => Vec::new(),
         };
         for flt in &filters {
-            if ![decode::DEFLATE, decode::SHUFFLE, decode::FLETCHER32, decode::LZF]
-                .contains(&flt.id)
+            if ![
+                decode::DEFLATE,
+                decode::SHUFFLE,
+                decode::FLETCHER32,
+                decode::LZF,
+            ]
+            .contains(&flt.id)
             {
                 return Err(Hdf5Error::UnknownFilter {
                     id: flt.id,
@@ -280,68 +286,88 @@ impl Walk<'_> {
                 return Err(Hdf5Error::malformed(
                     "a fill value message",
                     0,
-                    format!("a fill value of {} bytes for {element}-byte elements", raw.len()),
+                    format!(
+                        "a fill value of {} bytes for {element}-byte elements",
+                        raw.len()
+                    ),
                 ));
             }
             fill = raw;
             conv.apply(&mut fill);
         }
         let layout = messages::layout(need(messages::LAYOUT, "layout")?)?;
-        let mut facts: Vec<(&'static str, Value)> = Vec::new();
-        let chunked = |blocks, chunk_bytes| {
-            Data::Decoded(Arc::new(decode::Chunked {
-                name: path.to_owned(),
-                shape: shape.clone(),
-                element: element as usize,
-                chunk_bytes,
-                conv,
-                filters: filters.clone(),
-                blocks,
-                fill: fill.clone(),
-            }))
+        let max = match &space {
+            Space::Simple { max, .. } => max.clone(),
+            _ => shape.clone(),
         };
+        let spec = Spec {
+            path,
+            shape: &shape,
+            max: &max,
+            element,
+            nbytes,
+            conv,
+            filters: &filters,
+            fill: &fill,
+        };
+        let (data, facts) = self.data(&spec, layout)?;
+        self.out.tensors.push(Tensor {
+            name: path.to_owned(),
+            dtype,
+            shape,
+            data,
+            facts,
+        });
+        Ok(())
+    }
+
+    /// Where a dataset's bytes are, by its layout, with the facts `info`
+    /// shows.
+    fn data(&mut self, s: &Spec<'_>, layout: Layout) -> Result<(Data, Facts), Hdf5Error> {
+        let mut facts: Facts = Vec::new();
         let data = match layout {
             Layout::Compact { at, len } => {
                 facts.push(("layout", "compact".into()));
-                if len < nbytes {
+                if len < s.nbytes {
                     return Err(Hdf5Error::StorageTooSmall {
-                        need: nbytes,
+                        need: s.nbytes,
                         have: len,
                     });
                 }
-                self.plain(path, at..at + nbytes, element, conv)
+                plain(s, at..at + s.nbytes)
             }
             Layout::Contiguous { addr, size } => {
                 facts.push(("layout", "contiguous".into()));
-                if let Some(size) = size.filter(|&s| s < nbytes) {
+                if let Some(size) = size.filter(|&n| n < s.nbytes) {
                     return Err(Hdf5Error::StorageTooSmall {
-                        need: nbytes,
+                        need: s.nbytes,
                         have: size,
                     });
                 }
                 if addr == UNDEF {
                     facts.push(("written", false.into()));
-                    chunked(Vec::new(), 0)
+                    chunked(s, Vec::new(), 0)
                 } else {
-                    let (start, end) = self.f.range(addr, nbytes, "the dataset's data")?;
-                    self.data_bytes = self.data_bytes.saturating_add(nbytes);
+                    let (start, end) = self.f.range(addr, s.nbytes, "the dataset's data")?;
+                    self.data_bytes = self.data_bytes.saturating_add(s.nbytes);
                     facts.push(("offset", start.into()));
-                    self.plain(path, start..end, element, conv)
+                    plain(s, start..end)
                 }
             }
             Layout::Chunked {
                 dims,
-                element: chunk_element,
+                element,
                 index,
                 edge_unfiltered,
             } => {
                 facts.push(("layout", "chunked".into()));
-                if chunk_element != element || dims.len() != shape.len() {
+                if element != s.element || dims.len() != s.shape.len() {
                     return Err(Hdf5Error::malformed(
                         "a data layout message",
                         0,
                         format!(
-                            "chunks of {dims:?} x {chunk_element} bytes for a dataset of shape {shape:?} x {element}"
+                            "chunks of {dims:?} x {element} bytes for a dataset of shape {:?} x {}",
+                            s.shape, s.element
                         ),
                     ));
                 }
@@ -354,71 +380,45 @@ impl Walk<'_> {
                             "chunks of {dims:?} x {element} bytes (at most {MAX_CHUNK_BYTES} bytes a chunk are read)"
                         ))
                     })?;
-                let max = match &space {
-                    Space::Simple { max, .. } => max.clone(),
-                    _ => shape.clone(),
-                };
-                let g = Geometry {
-                    dims: &shape,
-                    max: &max,
-                    chunk: &dims,
-                    chunk_bytes,
-                    filtered: !filters.is_empty(),
-                    edge_unfiltered,
-                };
-                if matches!(index, Index::Implicit(_)) && !filters.is_empty() {
+                if matches!(index, Index::Implicit(_)) && !s.filters.is_empty() {
                     return Err(Hdf5Error::malformed(
                         "a data layout message",
                         0,
                         "implicit chunks with filters",
                     ));
                 }
+                let g = Geometry {
+                    dims: s.shape,
+                    max: s.max,
+                    chunk: &dims,
+                    chunk_bytes,
+                    filtered: !s.filters.is_empty(),
+                    edge_unfiltered,
+                };
                 let blocks = chunks::read(&self.f, &g, &index, &mut self.budget, &mut self.chunks)?;
-                blocks::check(&shape, &blocks, Rules {
+                let rules = Rules {
                     holes: true,
                     overhang: true,
-                })
-                .map_err(|e| Hdf5Error::malformed("the dataset's chunks", 0, e))?;
-                let stored: u64 = blocks.iter().fold(0, |a, b| a.saturating_add(b.piece.len));
+                };
+                blocks::check(s.shape, &blocks, rules)
+                    .map_err(|e| Hdf5Error::malformed("the dataset's chunks", 0, e))?;
+                let stored = blocks
+                    .iter()
+                    .fold(0u64, |a, b| a.saturating_add(b.piece.len));
                 self.data_bytes = self.data_bytes.saturating_add(stored);
                 facts.push(("chunk_shape", dims.clone().into()));
                 facts.push(("chunks", blocks.len().into()));
-                if !filters.is_empty() {
-                    let ids: Vec<u16> = filters.iter().map(|f| f.id).collect();
+                if !s.filters.is_empty() {
+                    let ids: Vec<u16> = s.filters.iter().map(|f| f.id).collect();
                     facts.push(("filters", ids.into()));
                 }
-                chunked(blocks, chunk_bytes)
+                chunked(s, blocks, chunk_bytes)
             }
             Layout::Virtual => {
                 return Err(Hdf5Error::unsupported("a virtual dataset"));
             }
         };
-        self.out.tensors.push(Tensor {
-            name: path.to_owned(),
-            dtype,
-            shape,
-            data,
-            facts,
-        });
-        Ok(())
-    }
-
-    /// A plain range (zero-copy), or a reordering decoder when the
-    /// elements are not a plain slice.
-    fn plain(&self, path: &str, range: std::ops::Range<u64>, element: u64, conv: Conv) -> Data {
-        match conv.plain() {
-            Some(big_endian) => Data::Plain {
-                file: 0,
-                range,
-                big_endian,
-            },
-            None => Data::Decoded(Arc::new(decode::Reordered {
-                name: path.to_owned(),
-                range,
-                element: element as usize,
-                conv,
-            })),
-        }
+        Ok((data, facts))
     }
 
     /// The datatype message's type, following a shared (committed) type
@@ -445,4 +445,52 @@ impl Walk<'_> {
         }
         types::datatype(&mut Cur::new(t.data, t.at, "a committed datatype"))
     }
+}
+
+/// What a dataset's data needs of its messages.
+struct Spec<'a> {
+    path: &'a str,
+    shape: &'a [u64],
+    max: &'a [u64],
+    element: u64,
+    nbytes: u64,
+    conv: Conv,
+    filters: &'a [messages::Filter],
+    /// One element of fill value, little-endian.
+    fill: &'a [u8],
+}
+
+/// A tensor's facts for `info`.
+type Facts = Vec<(&'static str, Value)>;
+
+/// A plain range (zero-copy), or a reordering decoder when the elements
+/// are not a plain slice.
+fn plain(s: &Spec<'_>, range: std::ops::Range<u64>) -> Data {
+    match s.conv.plain() {
+        Some(big_endian) => Data::Plain {
+            file: 0,
+            range,
+            big_endian,
+        },
+        None => Data::Decoded(Arc::new(decode::Reordered {
+            name: s.path.to_owned(),
+            range,
+            element: s.element as usize,
+            conv: s.conv,
+        })),
+    }
+}
+
+/// Chunks (none: never written) assembled by [`decode::Chunked`].
+fn chunked(s: &Spec<'_>, blocks: Vec<blocks::Block<chunks::Piece>>, chunk_bytes: u64) -> Data {
+    Data::Decoded(Arc::new(decode::Chunked {
+        name: s.path.to_owned(),
+        shape: s.shape.to_vec(),
+        element: s.element as usize,
+        chunk_bytes,
+        conv: s.conv,
+        filters: s.filters.to_vec(),
+        blocks,
+        fill: s.fill.to_vec(),
+    }))
 }

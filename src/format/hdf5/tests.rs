@@ -3,7 +3,13 @@
 //! FRAMEWORKS.md, and the fixtures h5py wrote (`tests/data/hdf5`,
 //! `tests/data/keras`), compared with their manifests.
 
-#![allow(clippy::unwrap_used, clippy::too_many_lines)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::too_many_lines,
+    clippy::unreadable_literal,
+    clippy::many_single_char_names,
+    clippy::similar_names
+)]
 
 mod fixtures;
 mod writer;
@@ -110,7 +116,11 @@ pub(super) fn sha256(data: &[u8]) -> String {
             *a = a.wrapping_add(b);
         }
     }
-    h.iter().map(|x| format!("{x:08x}")).collect()
+    h.iter().fold(String::new(), |mut s, x| {
+        use std::fmt::Write;
+        let _ = write!(s, "{x:08x}");
+        s
+    })
 }
 
 #[test]
@@ -158,9 +168,8 @@ fn probe() {
             Err(e) => println!("  error {}: {e}", e.kind()),
             Ok(o) => {
                 for t in &o.tensors {
-                    let sum = tensor_bytes(&bytes, t)
-                        .map(|b| sha256(&b))
-                        .unwrap_or_else(|e| format!("{e:?}"));
+                    let sum =
+                        tensor_bytes(&bytes, t).map_or_else(|e| format!("{e:?}"), |b| sha256(&b));
                     println!("  {} {:?} {:?} {sum}", t.name, t.dtype, t.shape);
                 }
                 for (k, v) in &o.metadata {
@@ -199,7 +208,10 @@ fn contiguous_compact_and_big_endian_datasets() {
     let values = f32s(&[1.0, -2.5, 3.25, 0.0, 5.0, 6.5]);
     let a_data = w.put(&values);
     let a = dataset(&mut w, &[2, 3], f32t(false), contiguous(a_data, 24), &[]);
-    let be: Vec<u8> = [1i16, -2, 300].iter().flat_map(|x| x.to_be_bytes()).collect();
+    let be: Vec<u8> = [1i16, -2, 300]
+        .iter()
+        .flat_map(|x| x.to_be_bytes())
+        .collect();
     let b_data = w.put(&be);
     let b = dataset(&mut w, &[3], int(2, true, true), contiguous(b_data, 6), &[]);
     let c = dataset(&mut w, &[], int(1, false, false), compact(&[7]), &[]);
@@ -210,11 +222,26 @@ fn contiguous_compact_and_big_endian_datasets() {
     assert_eq!(names(&o), ["a", "b", "c"]);
     assert_eq!(o.tensors[0].dtype, Dtype::F32);
     assert_eq!(o.tensors[0].shape, [2, 3]);
-    assert!(matches!(o.tensors[0].data, Data::Plain { big_endian: false, .. }));
+    assert!(matches!(
+        o.tensors[0].data,
+        Data::Plain {
+            big_endian: false,
+            ..
+        }
+    ));
     assert_eq!(tensor_bytes(&file, &o.tensors[0]).unwrap(), values);
     assert_eq!(o.tensors[1].dtype, Dtype::I16);
-    assert!(matches!(o.tensors[1].data, Data::Plain { big_endian: true, .. }));
-    let le: Vec<u8> = [1i16, -2, 300].iter().flat_map(|x| x.to_le_bytes()).collect();
+    assert!(matches!(
+        o.tensors[1].data,
+        Data::Plain {
+            big_endian: true,
+            ..
+        }
+    ));
+    let le: Vec<u8> = [1i16, -2, 300]
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
     assert_eq!(tensor_bytes(&file, &o.tensors[1]).unwrap(), le);
     assert_eq!(o.tensors[2].shape, Vec::<u64>::new());
     assert_eq!(tensor_bytes(&file, &o.tensors[2]).unwrap(), [7]);
@@ -286,7 +313,10 @@ fn a_user_block_moves_the_base_address() {
     moved.extend_from_slice(&file);
     assert_eq!(find_superblock(&moved), Some(512));
     let o = open(&moved).unwrap();
-    assert_eq!(tensor_bytes(&moved, &o.tensors[0]).unwrap(), f32s(&[1.0, 2.0]));
+    assert_eq!(
+        tensor_bytes(&moved, &o.tensors[0]).unwrap(),
+        f32s(&[1.0, 2.0])
+    );
     assert_eq!(o.facts["user_block"], 512);
 }
 
@@ -295,7 +325,13 @@ fn a_huge_dataspace_over_small_storage_is_refused() {
     // 2^62 elements: over 2^40 bytes.
     let file = one(|w| {
         let data = w.put(&[0; 4096]);
-        dataset(w, &[1 << 62], int(1, false, false), contiguous(data, 4096), &[])
+        dataset(
+            w,
+            &[1 << 62],
+            int(1, false, false),
+            contiguous(data, 4096),
+            &[],
+        )
     });
     let e = open(&file).unwrap_err();
     assert_eq!(e.kind(), "TensorTooLarge", "{e}");
@@ -303,13 +339,25 @@ fn a_huge_dataspace_over_small_storage_is_refused() {
     // 2^20 elements over a 4 KiB storage: the layout says so.
     let file = one(|w| {
         let data = w.put(&[0; 4096]);
-        dataset(w, &[1 << 20], int(1, false, false), contiguous(data, 4096), &[])
+        dataset(
+            w,
+            &[1 << 20],
+            int(1, false, false),
+            contiguous(data, 4096),
+            &[],
+        )
     });
     assert_eq!(open(&file).unwrap_err().kind(), "StorageTooSmall");
     // The layout lies about its size: the file's end says so.
     let file = one(|w| {
         let data = w.put(&[0; 4096]);
-        dataset(w, &[1 << 20], int(1, false, false), contiguous(data, 1 << 20), &[])
+        dataset(
+            w,
+            &[1 << 20],
+            int(1, false, false),
+            contiguous(data, 1 << 20),
+            &[],
+        )
     });
     assert_eq!(open(&file).unwrap_err().kind(), "Truncated");
 }
@@ -354,7 +402,11 @@ fn chunks_with_shuffle_deflate_fletcher_and_holes() {
             let mut raw = Vec::new();
             for i in r..r + 2 {
                 for j in c..c + 4 {
-                    let v = if i < 5 && j < 6 { values[i * 6 + j] } else { 0.0 };
+                    let v = if i < 5 && j < 6 {
+                        values[i * 6 + j]
+                    } else {
+                        0.0
+                    };
                     raw.extend_from_slice(&v.to_le_bytes());
                 }
             }
@@ -364,13 +416,25 @@ fn chunks_with_shuffle_deflate_fletcher_and_holes() {
     }
     let pipeline = [(2, vec![4]), (1, vec![6]), (3, vec![])];
     let fill = writer::fill(&(-1.0f32).to_le_bytes());
-    let file = chunked_file(&[5, 6], &[2, 4], f32t(false), 4, &pipeline, chunks, &[(5, fill)]);
+    let file = chunked_file(
+        &[5, 6],
+        &[2, 4],
+        f32t(false),
+        4,
+        &pipeline,
+        chunks,
+        &[(5, fill)],
+    );
     let o = open(&file).unwrap();
     let got = tensor_bytes(&file, &o.tensors[0]).unwrap();
     let mut want = Vec::new();
     for i in 0..5 {
         for j in 0..6 {
-            let v = if (2..4).contains(&i) && j >= 4 { -1.0 } else { values[i * 6 + j] };
+            let v = if (2..4).contains(&i) && j >= 4 {
+                -1.0
+            } else {
+                values[i * 6 + j]
+            };
             want.extend_from_slice(&f32::to_le_bytes(v));
         }
     }
@@ -381,7 +445,15 @@ fn chunks_with_shuffle_deflate_fletcher_and_holes() {
 fn a_fletcher_mismatch_opens_but_does_not_decode() {
     let mut stored = writer::with_fletcher(&[1, 2, 3, 4]);
     stored[0] ^= 1;
-    let file = chunked_file(&[4], &[4], int(1, false, false), 1, &[(3, vec![])], vec![(vec![0], stored, 0)], &[]);
+    let file = chunked_file(
+        &[4],
+        &[4],
+        int(1, false, false),
+        1,
+        &[(3, vec![])],
+        vec![(vec![0], stored, 0)],
+        &[],
+    );
     let o = open(&file).unwrap();
     match tensor_bytes(&file, &o.tensors[0]) {
         Err(DecodeError::Invalid { kind, message }) => {
@@ -394,7 +466,15 @@ fn a_fletcher_mismatch_opens_but_does_not_decode() {
 
 #[test]
 fn an_unknown_filter_is_refused_at_open() {
-    let file = chunked_file(&[4], &[4], int(1, false, false), 1, &[(307, vec![])], vec![(vec![0], vec![1, 2, 3, 4], 0)], &[]);
+    let file = chunked_file(
+        &[4],
+        &[4],
+        int(1, false, false),
+        1,
+        &[(307, vec![])],
+        vec![(vec![0], vec![1, 2, 3, 4], 0)],
+        &[],
+    );
     let e = open(&file).unwrap_err();
     assert_eq!(e.kind(), "UnknownFilter");
     assert_eq!(e.tensor(), Some("x"));
@@ -403,10 +483,18 @@ fn an_unknown_filter_is_refused_at_open() {
 
 #[test]
 fn a_chunk_past_the_end_is_refused_at_open() {
-    let mut file = chunked_file(&[4], &[4], int(1, false, false), 1, &[], vec![(vec![0], vec![1, 2, 3, 4], 0)], &[]);
+    let mut file = chunked_file(
+        &[4],
+        &[4],
+        int(1, false, false),
+        1,
+        &[],
+        vec![(vec![0], vec![1, 2, 3, 4], 0)],
+        &[],
+    );
     // The B-tree's child address (after the 24-byte node head and the
     // 24-byte first key) moved past the file's end.
-    let tree = file.windows(4).position(|w| w == b"TREE" ).unwrap();
+    let tree = file.windows(4).position(|w| w == b"TREE").unwrap();
     let len = file.len() as u64;
     file[tree + 48..tree + 56].copy_from_slice(&(len - 2).to_le_bytes());
     let e = open(&file).unwrap_err();
@@ -420,11 +508,23 @@ fn a_deflate_bomb_streams_the_exact_answer_in_bands() {
     // FRAMEWORKS.md is the same file, 8 times longer).
     const MIB: usize = 1 << 20;
     let z = writer::zlib(&vec![0u8; MIB]);
-    let chunks = (0..16).map(|i| (vec![(i * MIB) as u64], z.clone(), 0)).collect();
-    let file = chunked_file(&[16 * MIB as u64], &[MIB as u32], int(1, false, false), 1, &[(1, vec![6])], chunks, &[]);
+    let chunks = (0..16)
+        .map(|i| (vec![(i * MIB) as u64], z.clone(), 0))
+        .collect();
+    let file = chunked_file(
+        &[16 * MIB as u64],
+        &[MIB as u32],
+        int(1, false, false),
+        1,
+        &[(1, vec![6])],
+        chunks,
+        &[],
+    );
     assert!(file.len() < 64 << 10, "{}", file.len());
     let o = open(&file).unwrap();
-    let Data::Decoded(d) = &o.tensors[0].data else { panic!() };
+    let Data::Decoded(d) = &o.tensors[0].data else {
+        panic!()
+    };
     let (mut total, mut largest, mut nonzero) = (0usize, 0usize, false);
     d.decode(&[&file], &CancelToken::new(), &mut |b| {
         total += b.len();
@@ -438,7 +538,15 @@ fn a_deflate_bomb_streams_the_exact_answer_in_bands() {
     assert!(largest as u64 <= crate::format::blocks::MAX_BAND);
     // A chunk that inflates past its declared size is refused.
     let big = writer::zlib(&vec![0u8; 2 * MIB]);
-    let file = chunked_file(&[MIB as u64], &[MIB as u32], int(1, false, false), 1, &[(1, vec![6])], vec![(vec![0], big, 0)], &[]);
+    let file = chunked_file(
+        &[MIB as u64],
+        &[MIB as u32],
+        int(1, false, false),
+        1,
+        &[(1, vec![6])],
+        vec![(vec![0], big, 0)],
+        &[],
+    );
     let o = open(&file).unwrap();
     match tensor_bytes(&file, &o.tensors[0]) {
         Err(DecodeError::Invalid { kind, .. }) => assert_eq!(kind, "BadDeflate"),
@@ -449,15 +557,37 @@ fn a_deflate_bomb_streams_the_exact_answer_in_bands() {
 #[test]
 fn lzf_and_masked_filters() {
     // LZF: a literal run of 4, then a back-reference of 6 bytes 4 back.
-    let lzf = vec![3, 1, 2, 3, 4, (4 << 5) | 0, 3];
-    assert_eq!(decode::lzf(&lzf, 10).unwrap(), [1, 2, 3, 4, 1, 2, 3, 4, 1, 2]);
+    let lzf = vec![3, 1, 2, 3, 4, 4 << 5, 3];
+    assert_eq!(
+        decode::lzf(&lzf, 10).unwrap(),
+        [1, 2, 3, 4, 1, 2, 3, 4, 1, 2]
+    );
     assert!(decode::lzf(&lzf, 9).is_err());
     assert!(decode::lzf(&[0x20, 9], 10).is_err());
-    let file = chunked_file(&[10], &[10], int(1, false, false), 1, &[(32000, vec![0, 0, 10])], vec![(vec![0], lzf, 0)], &[]);
+    let file = chunked_file(
+        &[10],
+        &[10],
+        int(1, false, false),
+        1,
+        &[(32000, vec![0, 0, 10])],
+        vec![(vec![0], lzf, 0)],
+        &[],
+    );
     let o = open(&file).unwrap();
-    assert_eq!(tensor_bytes(&file, &o.tensors[0]).unwrap(), [1, 2, 3, 4, 1, 2, 3, 4, 1, 2]);
+    assert_eq!(
+        tensor_bytes(&file, &o.tensors[0]).unwrap(),
+        [1, 2, 3, 4, 1, 2, 3, 4, 1, 2]
+    );
     // An optional filter that failed when writing: masked, stored raw.
-    let file = chunked_file(&[4], &[4], int(1, false, false), 1, &[(32000, vec![])], vec![(vec![0], vec![9, 8, 7, 6], 1)], &[]);
+    let file = chunked_file(
+        &[4],
+        &[4],
+        int(1, false, false),
+        1,
+        &[(32000, vec![])],
+        vec![(vec![0], vec![9, 8, 7, 6], 1)],
+        &[],
+    );
     let o = open(&file).unwrap();
     assert_eq!(tensor_bytes(&file, &o.tensors[0]).unwrap(), [9, 8, 7, 6]);
 }

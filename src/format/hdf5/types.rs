@@ -171,16 +171,17 @@ impl Type {
             }
             Type::Compound { size, members } => {
                 let part = |name: &[u8]| {
-                    members.iter().find(|(n, _, _)| n.as_slice() == name).and_then(|(_, off, t)| {
-                        match t {
+                    members
+                        .iter()
+                        .find(|(n, _, _)| n.as_slice() == name)
+                        .and_then(|(_, off, t)| match t {
                             Type::Float {
                                 size: 4,
                                 big,
                                 ieee: true,
                             } => Some((*off, *big)),
                             _ => None,
-                        }
-                    })
+                        })
                 };
                 match (members.len(), *size, part(b"r"), part(b"i")) {
                     (2, 8, Some((0, big)), Some((4, big_i))) if big == big_i => {
@@ -226,11 +227,11 @@ fn parse(c: &mut Cur<'_>, depth: u32) -> Result<Type, Hdf5Error> {
             let offset = c.u16()?;
             let precision = c.u16()?;
             let (exp_loc, exp_size, man_loc, man_size) = (c.u8()?, c.u8()?, c.u8()?, c.u8()?);
-            let bias = c.u32()?;
+            let exp_bias = c.u32()?;
             let sign = (bits >> 8) & 0xff;
             let order = (bits & 1) | ((bits >> 5) & 2);
             let norm = (bits >> 4) & 3;
-            let layout = (sign, exp_loc, exp_size, man_loc, man_size, bias);
+            let layout = (sign, exp_loc, exp_size, man_loc, man_size, exp_bias);
             let ieee = offset == 0
                 && u32::from(precision) == size.saturating_mul(8)
                 && norm == 2
@@ -324,12 +325,11 @@ fn compound(
     let mut members = Vec::new();
     for _ in 0..n {
         let name = name(c, version)?;
-        let offset = match version {
-            0..=2 => c.u32()?,
-            _ => {
-                let width = (63 - u64::from(size).max(1).leading_zeros()) / 8 + 1;
-                c.uint(width as usize)? as u32
-            }
+        let offset = if version <= 2 {
+            c.u32()?
+        } else {
+            let width = u64::from(size).max(1).ilog2() / 8 + 1;
+            c.uint(width as usize)? as u32
         };
         let mut array = false;
         if version == 1 {

@@ -105,7 +105,11 @@ fn check_folder(folder: &str) -> usize {
                         .unwrap()
                         .parse()
                         .unwrap();
-                    assert_eq!(value.as_str().unwrap().chars().count(), chars, "{name}: {key}");
+                    assert_eq!(
+                        value.as_str().unwrap().chars().count(),
+                        chars,
+                        "{name}: {key}"
+                    );
                 }
                 // h5py reads a scalar attribute as a 0-d value, which the
                 // manifest writes as a list of one (dtypes.h5's

@@ -29,7 +29,7 @@ impl W {
 
     /// Appends `bytes` at an 8-byte boundary; their address.
     pub fn put(&mut self, bytes: &[u8]) -> u64 {
-        while self.buf.len() % 8 != 0 {
+        while !self.buf.len().is_multiple_of(8) {
             self.buf.push(0);
         }
         let at = self.buf.len() as u64;
@@ -47,7 +47,7 @@ impl W {
         let mut body = Vec::new();
         for (kind, data) in msgs {
             let mut d = data.clone();
-            while d.len() % 8 != 0 {
+            while !d.len().is_multiple_of(8) {
                 d.push(0);
             }
             u16le(&mut body, *kind);
@@ -75,7 +75,7 @@ impl W {
             offsets.push(data.len() as u64);
             data.extend_from_slice(name.as_bytes());
             data.push(0);
-            while data.len() % 8 != 0 {
+            while !data.len().is_multiple_of(8) {
                 data.push(0);
             }
         }
@@ -251,7 +251,13 @@ pub fn fill(value: &[u8]) -> Vec<u8> {
 }
 
 /// A dataset's object header: dataspace, datatype, layout, and more.
-pub fn dataset(w: &mut W, dims: &[u64], dtype: Vec<u8>, layout: Vec<u8>, more: &[(u16, Vec<u8>)]) -> u64 {
+pub fn dataset(
+    w: &mut W,
+    dims: &[u64],
+    dtype: Vec<u8>,
+    layout: Vec<u8>,
+    more: &[(u16, Vec<u8>)],
+) -> u64 {
     let mut msgs = vec![(1u16, space(dims)), (3, dtype)];
     msgs.extend(more.iter().cloned());
     msgs.push((8, layout));

@@ -33,34 +33,32 @@ pub(super) fn read(
     left: &mut u64,
     out: &mut Vec<(String, Value)>,
 ) {
-    let mut add = |data: &[u8], at: u64, out: &mut Vec<(String, Value)>| {
-        if let Ok(Some((name, value))) = attribute(f, data, at) {
-            let size = (name.len() + value.to_string().len()) as u64;
-            if size <= *left {
-                *left -= size;
-                out.push((format!("{path}@{name}"), value));
-            }
-        }
-    };
-    let mut mine = Vec::new();
+    // The attribute messages: in the header, and in dense storage.
+    let mut raw: Vec<(&[u8], u64)> = Vec::new();
     for m in msgs {
         match m.kind {
-            messages::ATTRIBUTE if m.flags & 0x02 == 0 => add(m.data, m.at, &mut mine),
+            messages::ATTRIBUTE if m.flags & 0x02 == 0 => raw.push((m.data, m.at)),
             messages::ATTRIBUTE_INFO => {
                 let Ok(Some((heap, names))) = attribute_info(&mut m.cursor("an attribute info"))
                 else {
                     continue;
                 };
-                let mut found = Vec::new();
                 let _ = dense_objects(f, heap, names, 0, budget, &mut |obj| {
-                    found.push(obj);
+                    raw.push((obj, 0));
                     Ok(())
                 });
-                for obj in found {
-                    add(obj, 0, &mut mine);
-                }
             }
             _ => {}
+        }
+    }
+    let mut mine = Vec::new();
+    for (data, at) in raw {
+        if let Ok(Some((name, value))) = attribute(f, data, at, budget) {
+            let size = (name.len() + value.to_string().len()) as u64;
+            if size <= *left {
+                *left -= size;
+                mine.push((format!("{path}@{name}"), value));
+            }
         }
     }
     mine.sort_by(|a, b| a.0.cmp(&b.0));
@@ -82,7 +80,12 @@ fn attribute_info(c: &mut Cur<'_>) -> Result<Option<(u64, u64)>, Hdf5Error> {
 
 /// One attribute message: its name and value, `None` when the value is
 /// not one kept.
-fn attribute(file: &File<'_>, data: &[u8], at: u64) -> Result<Option<(String, Value)>, Hdf5Error> {
+fn attribute(
+    file: &File<'_>,
+    data: &[u8],
+    at: u64,
+    budget: &mut Budget,
+) -> Result<Option<(String, Value)>, Hdf5Error> {
     let mut c = Cur::new(data, at, "an attribute message");
     let version = c.u8()?;
     let flags = c.u8()?;
@@ -132,7 +135,7 @@ fn attribute(file: &File<'_>, data: &[u8], at: u64) -> Result<Option<(String, Va
     let mut heaps = HashMap::new();
     let mut values = Vec::with_capacity(n as usize);
     for e in bytes.chunks_exact(width) {
-        match value(file, &ty, e, &mut heaps) {
+        match value(file, &ty, e, &mut heaps, budget) {
             Some(v) => values.push(v),
             None => return Ok(None),
         }
@@ -150,7 +153,13 @@ fn attribute(file: &File<'_>, data: &[u8], at: u64) -> Result<Option<(String, Va
 type Heaps<'a> = HashMap<u64, Option<Vec<(u16, &'a [u8])>>>;
 
 /// One element as JSON.
-fn value<'a>(file: &File<'a>, t: &Type, e: &[u8], heaps: &mut Heaps<'a>) -> Option<Value> {
+fn value<'a>(
+    file: &File<'a>,
+    t: &Type,
+    e: &[u8],
+    heaps: &mut Heaps<'a>,
+    budget: &mut Budget,
+) -> Option<Value> {
     let ordered = |big: bool| -> Vec<u8> {
         let mut v = e.to_vec();
         if big {
@@ -212,7 +221,7 @@ fn value<'a>(file: &File<'a>, t: &Type, e: &[u8], heaps: &mut Heaps<'a>) -> Opti
             }
             let objects = heaps
                 .entry(coll)
-                .or_insert_with(|| global_heap(file, coll).ok())
+                .or_insert_with(|| global_heap(file, coll, budget).ok())
                 .as_ref()?;
             let data = objects.iter().find(|(i, _)| *i == index)?.1;
             Some(Value::String(
@@ -224,7 +233,11 @@ fn value<'a>(file: &File<'a>, t: &Type, e: &[u8], heaps: &mut Heaps<'a>) -> Opti
 }
 
 /// The objects of the global heap collection at `addr`: index and bytes.
-fn global_heap<'a>(f: &File<'a>, addr: u64) -> Result<Vec<(u16, &'a [u8])>, Hdf5Error> {
+fn global_heap<'a>(
+    f: &File<'a>,
+    addr: u64,
+    budget: &mut Budget,
+) -> Result<Vec<(u16, &'a [u8])>, Hdf5Error> {
     let mut c = f.cursor(addr, 16, "a global heap collection")?;
     c.signature("GCOL")?;
     c.skip(4)?;
@@ -233,6 +246,7 @@ fn global_heap<'a>(f: &File<'a>, addr: u64) -> Result<Vec<(u16, &'a [u8])>, Hdf5
     c.skip(16)?;
     let mut out = Vec::new();
     while c.remaining() >= 16 {
+        budget.take()?;
         let index = c.u16()?;
         c.skip(6)?;
         let n = c.u64()? as usize;

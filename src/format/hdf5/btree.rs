@@ -8,8 +8,9 @@ use std::collections::HashSet;
 use super::error::Hdf5Error;
 use super::io::{File, UNDEF};
 
-/// B-tree nodes read at most over the whole file.
-pub(super) const MAX_NODES: u64 = 1 << 20;
+/// B-tree and heap nodes, and the entries and records they hold, read at
+/// most over the whole file.
+pub(super) const MAX_NODES: u64 = 1 << 23;
 
 /// A count of nodes read, shared by every walk of one file.
 #[derive(Debug, Default)]
@@ -18,11 +19,11 @@ pub(super) struct Budget {
 }
 
 impl Budget {
-    fn take(&mut self) -> Result<(), Hdf5Error> {
+    pub(super) fn take(&mut self) -> Result<(), Hdf5Error> {
         self.nodes += 1;
         if self.nodes > MAX_NODES {
             return Err(Hdf5Error::Limit {
-                what: "B-tree and heap nodes read",
+                what: "B-tree nodes, records and heap objects read",
                 limit: MAX_NODES,
             });
         }
@@ -78,6 +79,7 @@ pub(super) fn walk_v1(
         let mut c = f.cursor(addr, size, WHAT)?;
         c.skip(24)?;
         for _ in 0..entries {
+            budget.take()?;
             let key = c.bytes(key_size)?;
             let child = c.u64()?;
             if level == 0 {
@@ -163,6 +165,7 @@ pub(super) fn walk_v2<'a>(
         c.signature(sig)?;
         c.skip(2)?;
         for _ in 0..nrec {
+            budget.take()?;
             record(c.bytes(rec_size)?)?;
         }
         if d > 0 {

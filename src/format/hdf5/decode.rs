@@ -318,12 +318,30 @@ pub(super) fn unshuffle(src: &[u8], size: usize) -> Vec<u8> {
     }
     let n = src.len() / size;
     let mut out = vec![0u8; src.len()];
-    for j in 0..size {
-        let plane = &src[j * n..(j + 1) * n];
-        for (i, &b) in plane.iter().enumerate() {
-            out[i * size + j] = b;
+    let (body, tail) = out.split_at_mut(n * size);
+    match size {
+        2 => gather::<2>(src, n, body),
+        4 => gather::<4>(src, n, body),
+        8 => gather::<8>(src, n, body),
+        _ => {
+            for j in 0..size {
+                for (i, &b) in src[j * n..(j + 1) * n].iter().enumerate() {
+                    body[i * size + j] = b;
+                }
+            }
         }
     }
-    out[n * size..].copy_from_slice(&src[n * size..]);
+    tail.copy_from_slice(&src[n * size..]);
     out
+}
+
+/// Unshuffles `n` elements of `S` bytes: element `i` gathers byte `i` of
+/// each of the `S` planes.
+fn gather<const S: usize>(src: &[u8], n: usize, out: &mut [u8]) {
+    let planes: [&[u8]; S] = std::array::from_fn(|j| &src[j * n..(j + 1) * n]);
+    for (i, e) in out.chunks_exact_mut(S).enumerate() {
+        for (j, b) in e.iter_mut().enumerate() {
+            *b = planes[j][i];
+        }
+    }
 }

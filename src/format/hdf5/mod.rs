@@ -59,6 +59,9 @@ pub const MAX_DEPTH: usize = 1000;
 pub const MAX_TENSOR_BYTES: u64 = 1 << 40;
 /// Links looked at over the whole file, at most.
 const MAX_LINKS_SEEN: usize = 4_000_000;
+/// Object header messages read over the whole file, at most (headers
+/// may share continuation blocks).
+const MAX_MESSAGES_SEEN: usize = 1 << 24;
 
 /// Reads an HDF5 file's structure (no tensor data): its datasets as
 /// tensors, its attributes as metadata.
@@ -74,6 +77,7 @@ pub fn open(bytes: &[u8]) -> Result<Opened, Hdf5Error> {
         chunks: ChunkBudget::default(),
         seen: HashSet::new(),
         links_seen: 0,
+        messages_seen: 0,
         meta_left: attrs::MAX_METADATA,
         out: Opened::default(),
         data_bytes: 0,
@@ -95,6 +99,7 @@ struct Walk<'a> {
     /// Object header addresses met.
     seen: HashSet<u64>,
     links_seen: usize,
+    messages_seen: usize,
     meta_left: u64,
     out: Opened,
     /// Bytes of tensor data stored (for the header size).
@@ -153,6 +158,13 @@ impl Walk<'_> {
                 });
             }
             let msgs = header::object_header(&self.f, addr).map_err(|e| e.in_dataset(&path))?;
+            self.messages_seen = self.messages_seen.saturating_add(msgs.len());
+            if self.messages_seen > MAX_MESSAGES_SEEN {
+                return Err(Hdf5Error::Limit {
+                    what: "object header messages in the file",
+                    limit: MAX_MESSAGES_SEEN as u64,
+                });
+            }
             let is_dataset = msgs.iter().any(|m| m.kind == messages::LAYOUT);
             let links = if is_dataset {
                 None

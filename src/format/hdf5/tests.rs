@@ -603,3 +603,91 @@ fn deep_nesting_is_bounded() {
     let e = open(&w.finish(child)).unwrap_err();
     assert_eq!(e.kind(), "LimitExceeded", "{e}");
 }
+
+/// Decodes every tensor of the file `HDF5_PERF` and prints the output
+/// rate (run by hand, in release: `cargo test --release ... throughput
+/// -- --ignored --nocapture`).
+#[test]
+#[ignore = "a measurement run by hand"]
+fn throughput() {
+    let Ok(path) = std::env::var("HDF5_PERF") else {
+        return;
+    };
+    let bytes = std::fs::read(path).unwrap();
+    let sample: Vec<u8> = (0..64u32 << 20)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    for size in [2, 4, 8] {
+        let start = std::time::Instant::now();
+        let out = decode::unshuffle(&sample, size);
+        let s = start.elapsed().as_secs_f64();
+        println!(
+            "unshuffle {size}: {:.0} MB/s ({})",
+            out.len() as f64 / s / 1e6,
+            out[12345]
+        );
+    }
+    let o = open(&bytes).unwrap();
+    for t in &o.tensors {
+        let Data::Decoded(d) = &t.data else { continue };
+        let start = std::time::Instant::now();
+        let mut total = 0usize;
+        d.decode(&[&bytes], &CancelToken::new(), &mut |b| {
+            total += b.len();
+            Ok(())
+        })
+        .unwrap();
+        let s = start.elapsed().as_secs_f64();
+        println!(
+            "{}: {total} bytes in {s:.3} s: {:.0} MB/s",
+            t.name,
+            total as f64 / s / 1e6
+        );
+    }
+}
+
+#[test]
+fn other_address_sizes_and_versions_are_refused_cleanly() {
+    let file = one(|w| {
+        let data = w.put(&f32s(&[1.0]));
+        dataset(w, &[1], f32t(false), contiguous(data, 4), &[])
+    });
+    let mut small = file.clone();
+    small[13] = 4;
+    let e = open(&small).unwrap_err();
+    assert_eq!(e.kind(), "Hdf5Unsupported", "{e}");
+    assert!(e.to_string().contains("4-byte addresses"), "{e}");
+    let mut v9 = file.clone();
+    v9[8] = 9;
+    assert_eq!(open(&v9).unwrap_err().kind(), "Hdf5Unsupported");
+    // A superblock version 2 whose checksum does not match.
+    let mut v2 = file;
+    v2[8..11].copy_from_slice(&[2, 8, 8]);
+    assert_eq!(open(&v2).unwrap_err().kind(), "ChecksumMismatch");
+}
+
+#[test]
+fn a_shared_continuation_block_is_read_within_bounds() {
+    // Many datasets whose headers all continue into one block: each
+    // header is read once, the walk ends in bounded time.
+    let mut w = W::new();
+    let data = w.put(&[5]);
+    let body = dataset(&mut w, &[1], int(1, false, false), contiguous(data, 1), &[]);
+    let body_len = (w.buf.len() as u64) - body - 16;
+    let mut entries = Vec::new();
+    let names: Vec<String> = (0..300).map(|i| format!("d{i:03}")).collect();
+    for name in &names {
+        let mut cont = Vec::new();
+        cont.extend_from_slice(&(body + 16).to_le_bytes());
+        cont.extend_from_slice(&body_len.to_le_bytes());
+        let h = w.header(&[(0x10, cont)]);
+        // The header counts the messages of its continuation too.
+        w.buf[h as usize + 2] = 4;
+        entries.push((name.as_str(), h));
+    }
+    let (root, _) = w.group(&entries);
+    let file = w.finish(root);
+    let o = open(&file).unwrap();
+    assert_eq!(o.tensors.len(), 300);
+    assert_eq!(tensor_bytes(&file, &o.tensors[299]).unwrap(), [5]);
+}

@@ -23,6 +23,12 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
 pub const DECODE_LIMIT: u64 = 1 << 20;
 
 /// The target: see the module's documentation.
+///
+/// # Panics
+///
+/// When a plain range lies past the input or is not the tensor's size,
+/// or a decoded tensor streams another number of bytes than its shape
+/// holds: a bug of the reader.
 pub fn hdf5(data: &[u8]) {
     let _ = hdf5::find_superblock(data);
     let Ok(opened) = hdf5::open(data) else {

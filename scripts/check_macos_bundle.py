@@ -3,10 +3,14 @@
 icon beside it, without a Mac: the Info.plist is well-formed and says what
 the bundle holds; every extension Tensorscope opens
 (format::CHECKPOINT_EXTENSIONS, read from src/format/mod.rs) reaches a
-CFBundleDocumentTypes entry, its own types through their exported UTIs and
-the generic ones (.bin, .json) through public.data and public.json; the
-identifiers of the two lists agree; the icon files hold the PNGs they
-declare. Standard library only.
+CFBundleDocumentTypes entry, its own types through their exported UTIs,
+types other programs own (HDF5) through imported UTIs, and the generic
+ones (.bin, .json) through public.data and public.json; the identifiers of
+the lists agree; a type is at rank Owner only when it is exported and not
+all its extensions are shared with other programs (platform::desktop::
+CONTAINERS' shared_extensions, read from src/platform/desktop/mod.rs),
+else at Alternate; the icon files hold the PNGs they declare. Standard
+library only.
 
 Usage: scripts/check_macos_bundle.py APP_DIR (the Tensorscope.app folder).
 Exits 1 with one line per problem.
@@ -39,6 +43,15 @@ def checkpoint_extensions():
     if not m:
         raise SystemExit("check_macos_bundle: CHECKPOINT_EXTENSIONS not found in src/format/mod.rs")
     return re.findall(r'"([^"]+)"', m.group(1))
+
+
+def shared_extensions():
+    """Every platform::desktop::CONTAINERS entry's shared_extensions."""
+    source = (ROOT / "src/platform/desktop/mod.rs").read_text()
+    lists = re.findall(r"shared_extensions: &\[(.*?)\]", source, re.S)
+    if not lists:
+        raise SystemExit("check_macos_bundle: no shared_extensions in src/platform/desktop/mod.rs")
+    return {ext for body in lists for ext in re.findall(r'"([^"]+)"', body)}
 
 
 def cargo_version():
@@ -169,8 +182,27 @@ def main():
             problems.append(f"exported type {uti}: no filename extension")
         exported[uti] = [t.lower() for t in tags]
 
-    # The document types: each lists exported or generic types; ours at
-    # rank Owner, generic ones at Alternate, all as a Viewer.
+    # The imported types (other programs own them): unique, not ours,
+    # data, with extensions, each shared with other programs.
+    shared = shared_extensions()
+    imported = {}
+    for decl in info.get("UTImportedTypeDeclarations", []):
+        uti = decl.get("UTTypeIdentifier", "")
+        if not uti or uti.startswith("org.tensorscope.") or uti in exported or uti in imported:
+            problems.append(f"imported type {uti!r}: not a unique identifier of another owner")
+        if "public.data" not in decl.get("UTTypeConformsTo", []):
+            problems.append(f"imported type {uti}: does not conform to public.data")
+        tags = decl.get("UTTypeTagSpecification", {}).get("public.filename-extension", [])
+        if not tags:
+            problems.append(f"imported type {uti}: no filename extension")
+        for ext in tags:
+            if ext.lower() not in shared:
+                problems.append(f"imported type {uti}: .{ext} is not a shared extension")
+        imported[uti] = [t.lower() for t in tags]
+
+    # The document types: each lists exported, imported or generic types,
+    # all as a Viewer; ours at rank Owner unless every extension of the
+    # type is shared, the others at Alternate.
     handled = {}
     for doc in info.get("CFBundleDocumentTypes", []):
         if doc.get("CFBundleTypeRole") != "Viewer":
@@ -178,8 +210,8 @@ def main():
         for uti in doc.get("LSItemContentTypes", []):
             rank = doc.get("LSHandlerRank")
             if uti in exported:
-                want = "Owner"
-            elif uti in GENERIC_TYPES:
+                want = "Alternate" if set(exported[uti]) <= shared else "Owner"
+            elif uti in imported or uti in GENERIC_TYPES:
                 want = "Alternate"
             else:
                 problems.append(f"document type lists {uti}, neither exported nor generic")
@@ -187,12 +219,12 @@ def main():
             if rank != want:
                 problems.append(f"document type of {uti}: rank {rank}, not {want}")
             handled[uti] = rank
-    for uti in exported:
+    for uti in [*exported, *imported]:
         if uti not in handled:
-            problems.append(f"exported type {uti} has no document type")
+            problems.append(f"declared type {uti} has no document type")
 
     # Every extension the explorer opens reaches a document type.
-    declared = {ext: uti for uti, exts in exported.items() for ext in exts}
+    declared = {ext: uti for uti, exts in [*exported.items(), *imported.items()] for ext in exts}
     for ext in checkpoint_extensions():
         uti = declared.get(ext) or GENERIC.get(ext)
         if uti is None:
@@ -208,6 +240,7 @@ def main():
     if problems:
         sys.exit(1)
     print(f"check_macos_bundle: {app} is good ({len(exported)} exported types, "
+          f"{len(imported)} imported, "
           f"{len(checkpoint_extensions())} extensions covered)")
 
 

@@ -107,6 +107,10 @@ pub struct InfoDoc {
     /// A GGUF file's own header (the first part's, for a split model).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gguf: Option<GgufDoc>,
+    /// The container's own facts, under its id (`onnx`: `ir_version`,
+    /// `opset`, `producer`; `tensorflow`: `num_shards`).
+    #[serde(flatten)]
+    pub container: serde_json::Map<String, serde_json::Value>,
 }
 
 /// `info --json`'s `gguf` object (GGUF.md, `info`).
@@ -272,6 +276,16 @@ impl InfoDoc {
                     tensor_data_offset: g.tensor_data_offset,
                     metadata: g.metadata_json(),
                 }),
+            container: ck
+                .shards()
+                .first()
+                .and_then(|s| s.file().file_facts())
+                .map(|facts| {
+                    let mut out = serde_json::Map::new();
+                    out.insert(ck.container().id().to_owned(), facts.into());
+                    out
+                })
+                .unwrap_or_default(),
         }
     }
 
@@ -334,7 +348,8 @@ impl InfoDoc {
                 Some([b, e]) => {
                     let _ = write!(s, "  {b}..{e}");
                 }
-                None => s.push_str("  (deflated)"),
+                None if t.compression.is_some() => s.push_str("  (deflated)"),
+                None => s.push_str("  (decoded)"),
             }
             if let Some(order) = t.byte_order {
                 let _ = write!(s, "  {order}-endian");

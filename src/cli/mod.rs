@@ -262,7 +262,7 @@ pub fn install_desktop() -> i32 {
         Ok(report) => {
             print_report(&report);
             println!(
-                "Tensorscope ({}) now opens .safetensors, .npy, .npz, .pt, .pth, .ckpt and .gguf files for this user.",
+                "Tensorscope ({}) now opens .safetensors, .npy, .npz, .pt, .pth, .ckpt, .gguf, .onnx and .keras files for this user, and is offered for .index, .h5, .hdf5 and .msgpack files.",
                 desktop::gui_program(&exe).display()
             );
             EXIT_OK

@@ -63,6 +63,10 @@ pub struct Container {
     pub(crate) refuse: Option<fn(&Probe<'_>, &Path) -> Option<LoadError>>,
     /// For a container whose first file names the others.
     pub(crate) expand: Option<Expand>,
+    /// The file a folder opens as, for a container that keeps a model as
+    /// a folder (a SavedModel's `variables/variables.index`), asked when
+    /// the folder holds no safetensors, PyTorch or NumPy checkpoint.
+    pub(crate) folder: Option<fn(&Path) -> Option<PathBuf>>,
 }
 
 /// The container a file is: an entry of the table, compared by id.

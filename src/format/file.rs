@@ -38,6 +38,10 @@ pub struct StoredFile {
     zip: Option<super::zip::Archive>,
     /// What the container says beyond the model (see [`Parts`]).
     parts: Option<Box<dyn Parts>>,
+    /// The files beside it that its tensors are in too (an ONNX model's
+    /// external data, a TensorFlow bundle's data shards): file `k` is
+    /// `others[k - 1]`, with the name the container gave it.
+    others: Vec<(String, Source)>,
 }
 
 /// The error for a path that is a FIFO, a socket or a device.
@@ -174,7 +178,32 @@ impl StoredFile {
             in_place,
             zip: None,
             parts: None,
+            others: Vec::new(),
         }
+    }
+
+    /// Keeps the files beside it that its tensors are in too.
+    pub(crate) fn with_others(mut self, others: Vec<(String, Source)>) -> Self {
+        self.others = others;
+        self
+    }
+
+    /// The bytes of file `k` (0: this file; `k`: the `k`-th beside it).
+    pub(crate) fn file_bytes(&self, k: usize) -> &[u8] {
+        self.file_source(k).map_or(&[], Source::bytes)
+    }
+
+    /// The source of file `k`.
+    pub(crate) fn file_source(&self, k: usize) -> Option<&Source> {
+        match k {
+            0 => Some(&self.source),
+            k => self.others.get(k - 1).map(|(_, s)| s),
+        }
+    }
+
+    /// The files beside this one that its tensors are in too, by name.
+    pub fn other_files(&self) -> impl Iterator<Item = (&str, u64)> {
+        self.others.iter().map(|(n, s)| (n.as_str(), s.len()))
     }
 
     /// Keeps a zip container's directory, which deflated storages read.
@@ -238,7 +267,16 @@ impl StoredFile {
             return &[];
         };
         if self.is_in_place(index) {
-            return self.tensor_bytes(info);
+            return match self.placements.get(index) {
+                Some(p) if p.storage().file != 0 => p
+                    .native_range(info.shape(), info.nbytes())
+                    .and_then(|r| {
+                        self.file_bytes(p.storage().file)
+                            .get(usize::try_from(r.start).ok()?..usize::try_from(r.end).ok()?)
+                    })
+                    .unwrap_or(&[]),
+                _ => self.tensor_bytes(info),
+            };
         }
         self.prepared.get(index).map_or(&[], |p| p.bytes())
     }
@@ -271,10 +309,14 @@ impl StoredFile {
                 format!("tensor {:?}: {e}", info.name()),
             )),
         };
+        let files: Vec<&[u8]> = (0..=self.others.len())
+            .map(|k| self.file_bytes(k))
+            .collect();
         let from = super::prepare::ReadFrom {
             path: &self.path,
-            bytes: self.source.bytes(),
+            bytes: self.file_bytes(p.storage().file),
             member: self.member(&p.storage().encoding),
+            files: &files,
         };
         slot.pin(
             |sink| {
@@ -291,21 +333,33 @@ impl StoredFile {
         .map(Some)
     }
 
-    /// The bytes of the file a reader of the tensor at `index` needs: its
-    /// storage (for a deflated member, its compressed stream), else its
-    /// data. What a remote file fetches for it.
-    pub fn read_range(&self, index: usize) -> std::ops::Range<u64> {
+    /// The bytes a reader of the tensor at `index` needs, as `(file,
+    /// range)`: its storage (for a deflated member, its compressed stream;
+    /// for a decoded one, what its container reads), else its data. What a
+    /// remote checkpoint fetches for it.
+    pub fn read_ranges(&self, index: usize) -> Vec<(usize, std::ops::Range<u64>)> {
         match (self.placements.get(index), self.header.tensors().get(index)) {
             (Some(p), _) => {
+                if let Encoding::Decoded(d) = &p.storage().encoding {
+                    return d.0.ranges();
+                }
                 let r = p.storage().file_range.clone();
                 let start = self
                     .any_parts()
                     .and_then(|parts| parts.local_header_start(self, index));
-                start.unwrap_or(r.start)..r.end
+                vec![(p.storage().file, start.unwrap_or(r.start)..r.end)]
             }
-            (None, Some(info)) => self.tensor_range(info),
-            (None, None) => 0..0,
+            (None, Some(info)) => vec![(0, self.tensor_range(info))],
+            (None, None) => Vec::new(),
         }
+    }
+
+    /// True when every byte [`StoredFile::read_ranges`] names is at hand.
+    pub fn is_present(&self, index: usize) -> bool {
+        self.read_ranges(index).into_iter().all(|(k, r)| {
+            self.file_source(k)
+                .is_some_and(|source| source.is_present(r))
+        })
     }
 
     /// The file's metadata in its container, as key → JSON value: a
@@ -361,6 +415,12 @@ impl StoredFile {
         self.any_parts().map_or(&[], Parts::unsafe_globals)
     }
 
+    /// The container's own facts of the file (ONNX's `ir_version`,
+    /// `opset`, `producer`), for `info --json` under the container's id.
+    pub fn file_facts(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
+        self.any_parts()?.file_facts()
+    }
+
     /// What the container warns of (an archive's members that are not
     /// arrays), as `(kind, message)`.
     pub fn container_warnings(&self) -> Vec<(&'static str, String)> {
@@ -394,6 +454,7 @@ impl StoredFile {
     /// torch zip's), checking each one's length and CRC-32; nothing to do
     /// for other files. For `validate`, whose verdict covers the data.
     pub fn verify_members(&self, cancel: &crate::jobs::CancelToken) -> Result<(), LoadError> {
+        self.verify_decoded(cancel)?;
         let Some(archive) = self.archive() else {
             return Ok(());
         };
@@ -429,6 +490,70 @@ impl StoredFile {
                     )),
                 },
             })
+    }
+
+    /// Decodes every tensor its container decodes (chunks, slices), each
+    /// to its end and into nothing, so that every checksum the container
+    /// keeps is checked. For `validate`.
+    fn verify_decoded(&self, cancel: &crate::jobs::CancelToken) -> Result<(), LoadError> {
+        let files: Vec<&[u8]> = (0..=self.others.len())
+            .map(|k| self.file_bytes(k))
+            .collect();
+        for (index, p) in self.placements.iter().enumerate() {
+            let Encoding::Decoded(d) = &p.storage().encoding else {
+                continue;
+            };
+            let Some(info) = self.header.tensors().get(index) else {
+                continue;
+            };
+            // A remote file's ranges come in first, and stay while read.
+            let mut pins = Vec::new();
+            for (k, r) in self.read_ranges(index) {
+                if let Some(source) = self.file_source(k).filter(|s| s.remote().is_some()) {
+                    let pin = source
+                        .fetch(r, cancel, &crate::jobs::Progress::new())
+                        .map_err(|error| LoadError::Remote {
+                            path: self.path.clone(),
+                            error,
+                        })?;
+                    pins.push(pin);
+                }
+            }
+            let mut seen = 0u64;
+            d.0.decode(&files, cancel, &mut |b| {
+                seen += b.len() as u64;
+                Ok(())
+            })
+            .map_err(|e| match e {
+                super::decode::DecodeError::Invalid { kind, message } => LoadError::Container {
+                    path: self.path.clone(),
+                    kind,
+                    message: format!("tensor {:?}: {message}", info.name()),
+                    tensor: Some(info.name().to_owned()),
+                },
+                super::decode::DecodeError::Cancelled => LoadError::Remote {
+                    path: self.path.clone(),
+                    error: crate::source::RemoteError::new("Cancelled", "cancelled"),
+                },
+                super::decode::DecodeError::Sink(e) => LoadError::Io {
+                    path: self.path.clone(),
+                    source: Arc::new(e),
+                },
+            })?;
+            if seen != info.nbytes() {
+                return Err(LoadError::Container {
+                    path: self.path.clone(),
+                    kind: "DecodedSize",
+                    message: format!(
+                        "tensor {:?} decoded to {seen} bytes; its shape holds {}",
+                        info.name(),
+                        info.nbytes()
+                    ),
+                    tensor: Some(info.name().to_owned()),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// The refusal of a file no verb may read: a PyTorch file whose pickle
@@ -512,6 +637,21 @@ impl StoredFile {
     /// Every reader calls this before it reads and again before it reports:
     /// a result computed over a file that changed is an error, never shown.
     pub fn check_unchanged(&self) -> Result<(), LoadError> {
+        for (name, other) in &self.others {
+            let changed = if let Some(remote) = other.remote() {
+                remote.changed()
+            } else {
+                let path = self.path.parent().unwrap_or(Path::new(".")).join(name);
+                other.changed() || std::fs::metadata(&path).map_or(true, |m| m.len() != other.len())
+            };
+            if changed {
+                return Err(LoadError::Changed {
+                    path: self.path.parent().unwrap_or(Path::new(".")).join(name),
+                    was: other.len(),
+                    now: 0,
+                });
+            }
+        }
         if let Some(remote) = self.remote() {
             // The server's answers are checked against the file's version
             // as they come; one that differed set the flag.
@@ -570,6 +710,12 @@ pub(crate) trait Parts: std::any::Any + Send + Sync + std::fmt::Debug {
 
     /// Why no verb may read the file, if so.
     fn refusal(&self, _path: &Path) -> Option<LoadError> {
+        None
+    }
+
+    /// The container's own facts of the file, for `info --json` (under
+    /// the container's id: ONNX's `ir_version`, `opset`, `producer`).
+    fn file_facts(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
         None
     }
 

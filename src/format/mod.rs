@@ -15,14 +15,18 @@ mod checkpoint;
 pub(crate) mod containers;
 pub mod decode;
 mod file;
+pub mod flax;
 mod gather;
 pub mod gguf;
 pub mod hdf5;
 pub mod numpy;
+pub mod onnx;
+mod opened;
 mod prepare;
 pub mod pytorch;
 pub mod safetensors;
 pub mod stored;
+pub mod tensorflow;
 pub mod zip;
 
 use std::path::PathBuf;
@@ -47,6 +51,9 @@ pub(crate) const CONTAINERS: &[&Container] = &[
     &pytorch::CONTAINER,
     &pytorch::PICKLE,
     &numpy::CONTAINER,
+    &tensorflow::CONTAINER,
+    &flax::CONTAINER,
+    &onnx::CONTAINER,
 ];
 
 impl ContainerKind {
@@ -60,6 +67,12 @@ impl ContainerKind {
     pub const PICKLE: Self = Self::of(&pytorch::PICKLE);
     /// A NumPy `.npy` file or `.npz` archive.
     pub const NUMPY: Self = Self::of(&numpy::CONTAINER);
+    /// An ONNX model (and its external data).
+    pub const ONNX: Self = Self::of(&onnx::CONTAINER);
+    /// A Flax checkpoint (`flax.serialization` msgpack).
+    pub const FLAX: Self = Self::of(&flax::CONTAINER);
+    /// A TensorFlow TensorBundle (`.index` and its data shards).
+    pub const TENSORFLOW: Self = Self::of(&tensorflow::CONTAINER);
 }
 
 /// The file-name extensions of the containers read (a shard index is a
@@ -74,6 +87,12 @@ pub const CHECKPOINT_EXTENSIONS: &[&str] = &[
     "pth",
     "ckpt",
     "gguf",
+    "onnx",
+    "index",
+    "keras",
+    "h5",
+    "hdf5",
+    "msgpack",
 ];
 
 /// The extensions PyTorch files have (`pytorch_model.bin`, `model.pt`,
@@ -182,6 +201,18 @@ pub enum LoadError {
         /// Which rule it breaks, with the evidence.
         error: gguf::header::GgufError,
     },
+    /// A file of a container read through `decode` (ONNX, TensorFlow,
+    /// HDF5, Flax) that is refused (FRAMEWORKS.md).
+    Container {
+        /// The file.
+        path: PathBuf,
+        /// The rule it breaks, as `--json`'s `kind`.
+        kind: &'static str,
+        /// What was found, where.
+        message: String,
+        /// The tensor concerned, if any.
+        tensor: Option<String>,
+    },
     /// A remote file could not be read (HTTP, the cache), or changed on
     /// the server.
     Remote {
@@ -216,6 +247,7 @@ impl LoadError {
             LoadError::Numpy { error, .. } => error.kind(),
             LoadError::Pytorch { error, .. } => error.kind(),
             LoadError::Gguf { error, .. } => error.kind(),
+            LoadError::Container { kind, .. } => kind,
             LoadError::Remote { error, .. } => error.kind(),
         }
     }
@@ -251,6 +283,7 @@ impl LoadError {
             | LoadError::Numpy { path, .. }
             | LoadError::Pytorch { path, .. }
             | LoadError::Gguf { path, .. }
+            | LoadError::Container { path, .. }
             | LoadError::Remote { path, .. } => path,
         }
     }
@@ -267,6 +300,7 @@ impl LoadError {
     pub fn tensor(&self) -> Option<&str> {
         match self {
             LoadError::IndexMismatch { tensor, .. } => Some(tensor),
+            LoadError::Container { tensor, .. } => tensor.as_deref(),
             LoadError::Numpy { error, .. } => {
                 error.member().map(|m| m.strip_suffix(".npy").unwrap_or(m))
             }
@@ -358,6 +392,7 @@ impl LoadError {
             LoadError::Numpy { error, .. } => error.to_string(),
             LoadError::Pytorch { error, .. } => error.to_string(),
             LoadError::Gguf { error, .. } => error.to_string(),
+            LoadError::Container { message, .. } => message.clone(),
             LoadError::Changed { was, now, .. } => {
                 format!(
                     "the file changed while being read: it is now {now} bytes, {was} were expected; reopen it"

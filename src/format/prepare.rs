@@ -6,6 +6,7 @@
 
 use super::LoadError;
 use super::TensorInfo;
+use super::decode::DecodeError;
 use super::gather::{GatherError, gather};
 use super::numpy::NumpyError;
 use super::stored::{ByteOrder, Encoding, Layout, Placement};
@@ -17,8 +18,11 @@ use crate::jobs::CancelToken;
 /// the archive member of a deflated storage.
 pub(super) struct ReadFrom<'a> {
     pub path: &'a std::path::Path,
+    /// The bytes of the file the storage is in.
     pub bytes: &'a [u8],
     pub member: Option<(&'a Archive, &'a Member)>,
+    /// Every file of the tensor's container, for a decoded storage.
+    pub files: &'a [&'a [u8]],
 }
 
 /// The cancelled outcome of a read, as remote reads give it.
@@ -54,6 +58,19 @@ pub(super) fn fill_c_order(
     // The storage's bytes: a slice of the file, or its member decoded.
     let decoded;
     let bytes: &[u8] = match &storage.encoding {
+        Encoding::Decoded(d) => {
+            // C order and little-endian as it comes: the container's word.
+            return d.0.decode(file.files, cancel, sink).map_err(|e| match e {
+                DecodeError::Cancelled => cancelled(file),
+                DecodeError::Sink(e) => sink_error(&e),
+                DecodeError::Invalid { kind, message } => LoadError::Container {
+                    path: file.path.to_path_buf(),
+                    kind,
+                    message: format!("tensor {:?}: {message}", info.name()),
+                    tensor: Some(info.name().to_owned()),
+                },
+            });
+        }
         Encoding::Plain => {
             let r = &storage.file_range;
             file.bytes

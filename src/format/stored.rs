@@ -7,6 +7,7 @@
 
 use std::ops::Range;
 
+use super::decode::Decode;
 use crate::dtype::Dtype;
 
 /// The byte order of a stored tensor's elements.
@@ -103,6 +104,9 @@ impl Layout {
 /// How a storage's bytes are kept in the file.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Encoding {
+    /// Decoded by its container (chunks, slices, typed fields): C order,
+    /// little-endian, from the bytes of the checkpoint's files.
+    Decoded(Decoder),
     /// As they are: the storage is a slice of the file.
     Plain,
     /// A deflated zip member: decoded as a stream.
@@ -114,9 +118,30 @@ pub enum Encoding {
     },
 }
 
+/// A container's [`Decode`], compared by identity.
+#[derive(Debug, Clone)]
+pub struct Decoder(pub std::sync::Arc<dyn Decode>);
+
+impl PartialEq for Decoder {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Decoder {}
+
+impl std::hash::Hash for Decoder {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        std::ptr::hash(std::sync::Arc::as_ptr(&self.0).cast::<u8>(), state);
+    }
+}
+
 /// The bytes a tensor is read from: a range of the file, as is or deflated.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Storage {
+    /// The file: 0 for the one opened, `k` for the `k`-th file beside it
+    /// that the container names (an ONNX model's external data).
+    pub file: usize,
     /// The bytes in the file: the storage itself (plain), or the member's
     /// compressed stream (deflated).
     pub file_range: Range<u64>,
@@ -263,6 +288,7 @@ mod tests {
     #[test]
     fn placements_stay_inside_their_storage() {
         let storage = |len| Storage {
+            file: 0,
             file_range: 100..100 + len,
             skip: 0,
             len,

@@ -47,7 +47,7 @@ fn install_desktop_registers_the_mime_type_and_handler() {
     );
     assert!(
         entry.contains(
-            "MimeType=application/x-safetensors;application/x-npy;application/x-npz;application/x-pytorch;application/x-gguf;"
+            "MimeType=application/x-safetensors;application/x-npy;application/x-npz;application/x-pytorch;application/x-gguf;application/x-onnx;application/x-tensorflow-index;application/x-keras;application/x-hdf;application/x-flax-msgpack;"
         ),
         "{entry}"
     );
@@ -82,17 +82,31 @@ fn install_desktop_registers_the_mime_type_and_handler() {
             "application/x-pytorch:*.ckpt",
             "application/x-pytorch:pytorch_model*.bin",
             "application/x-gguf:*.gguf",
+            "application/x-onnx:*.onnx",
+            "20:application/x-tensorflow-index:*.index",
+            "application/x-keras:*.keras",
+            "20:application/x-flax-msgpack:*.msgpack",
         ] {
             assert!(globs.contains(glob), "{glob}: {globs}");
         }
+        // HDF5 is shared-mime-info's type: not redefined here.
+        assert!(!globs.contains("hdf"), "{globs}");
+        let subclasses = std::fs::read_to_string(data.join("mime/subclasses")).expect("subclasses");
+        assert!(
+            subclasses.contains("application/x-keras application/zip"),
+            "{subclasses}"
+        );
     }
-    // Tensorscope opens every container it reads on a double-click.
+    // Tensorscope opens the containers with extensions of their own on a
+    // double-click.
     for mime in [
         "application/x-safetensors",
         "application/x-npy",
         "application/x-npz",
         "application/x-pytorch",
         "application/x-gguf",
+        "application/x-onnx",
+        "application/x-keras",
     ] {
         let query = if tool("xdg-mime") {
             let q = Command::new("xdg-mime")
@@ -108,6 +122,27 @@ fn install_desktop_registers_the_mime_type_and_handler() {
             read_default(&config.join("mimeapps.list"), mime)
         };
         assert_eq!(query, "tensorscope.desktop", "{mime}");
+    }
+    // Those known by shared extensions (`.index`, `.h5`, `.msgpack`) are
+    // offered, never made Tensorscope's by default.
+    for mime in [
+        "application/x-tensorflow-index",
+        "application/x-hdf",
+        "application/x-flax-msgpack",
+    ] {
+        assert_eq!(
+            read_default(&config.join("mimeapps.list"), mime),
+            "",
+            "{mime}"
+        );
+        if tool("update-desktop-database") {
+            let cache = std::fs::read_to_string(data.join("applications/mimeinfo.cache"))
+                .expect("mimeinfo.cache");
+            assert!(
+                cache.contains(&format!("{mime}=tensorscope.desktop;")),
+                "{mime}: {cache}"
+            );
+        }
     }
 
     // --uninstall-desktop takes back exactly that.

@@ -8,6 +8,7 @@ mod diff;
 mod exe;
 mod export;
 mod fixtures;
+mod frameworks;
 mod fuzz_regressions;
 mod gguf;
 mod gguf_codes;

@@ -119,6 +119,11 @@ fn install_desktop_registers_prog_ids_and_uninstall_removes_exactly_them() {
         "Tensorscope.Npz",
         "Tensorscope.PyTorch",
         "Tensorscope.Gguf",
+        "Tensorscope.Onnx",
+        "Tensorscope.TensorFlow",
+        "Tensorscope.Keras",
+        "Tensorscope.Hdf5",
+        "Tensorscope.Flax",
     ] {
         let key = format!(r"HKCU\Software\Classes\{prog}");
         assert!(reg_value(&key, "").is_some(), "{prog}: {stdout}");
@@ -147,6 +152,24 @@ fn install_desktop_registers_prog_ids_and_uninstall_removes_exactly_them() {
         "another program's default stays"
     );
     assert_eq!(default("bin"), None, ".bin is never claimed");
+    assert_eq!(default("onnx").as_deref(), Some("Tensorscope.Onnx"));
+    assert_eq!(default("keras").as_deref(), Some("Tensorscope.Keras"));
+    for (ext, prog) in [
+        ("index", "Tensorscope.TensorFlow"),
+        ("h5", "Tensorscope.Hdf5"),
+        ("hdf5", "Tensorscope.Hdf5"),
+        ("msgpack", "Tensorscope.Flax"),
+    ] {
+        assert_eq!(default(ext), None, ".{ext} is never claimed");
+        assert!(
+            reg_value(
+                &format!(r"HKCU\Software\Classes\.{ext}\OpenWithProgids"),
+                prog
+            )
+            .is_some(),
+            ".{ext}"
+        );
+    }
     assert!(
         reg_value(
             r"HKCU\Software\Classes\.bin\OpenWithProgids",

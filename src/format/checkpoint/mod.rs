@@ -331,6 +331,29 @@ impl Checkpoint {
         self.shards.get(t.shard)?.file.placement(t.index)
     }
 
+    /// How a tensor's bytes are kept when they are no range of a file
+    /// (`deflated`, `decoded`: chunks, slices, typed fields), for a drawn
+    /// table row; `None` for a tensor stored as is.
+    pub fn encoding_label(&self, t: TensorRef) -> Option<&'static str> {
+        match &self.placement(t)?.storage().encoding {
+            Encoding::Plain => None,
+            Encoding::Deflated { .. } => Some("deflated"),
+            Encoding::Decoded(_) => Some("decoded"),
+        }
+    }
+
+    /// The name of the file beside the one opened that holds a tensor's
+    /// bytes (an ONNX model's external data); `None` for the file itself.
+    pub fn other_file_of(&self, t: TensorRef) -> Option<&str> {
+        let shard = self.shards.get(t.shard)?;
+        let k = shard.file.placement(t.index)?.storage().file;
+        shard
+            .file
+            .other_files()
+            .nth(k.checked_sub(1)?)
+            .map(|(n, _)| n)
+    }
+
     /// The byte range of a tensor's data in its file when it is stored as
     /// is (`None` for compressed data); one look, for a drawn table row.
     pub fn file_range(&self, t: TensorRef) -> Option<std::ops::Range<u64>> {
@@ -360,7 +383,8 @@ impl Checkpoint {
             storage_offset,
             shared_storage: file.shared_storage(t.index),
             data_range: file.stored_range(t.index),
-            compressed: p.is_some_and(|p| p.storage().encoding != Encoding::Plain),
+            compressed: p
+                .is_some_and(|p| matches!(p.storage().encoding, Encoding::Deflated { .. })),
             container: file.container_facts(t.index),
         }
     }

@@ -622,6 +622,16 @@ fn resolve_folder(path: &Path) -> Result<Resolved, LoadError> {
             }
         }
     }
+    if indexes.is_empty() && files.is_empty() {
+        // A container that keeps a model as a folder (a SavedModel).
+        let found = crate::format::CONTAINERS
+            .iter()
+            .filter_map(|c| c.folder)
+            .find_map(|folder| folder(path));
+        if let Some(file) = found {
+            return Ok(Resolved::File(file));
+        }
+    }
     match (indexes.as_slice(), files.as_slice()) {
         ([one], _) | ([], [one]) => Ok(Resolved::File(one.clone())),
         ([], []) => Err(io(std::io::Error::new(

@@ -60,36 +60,51 @@ impl Checkpoint {
         if !self.is_remote() {
             return Ok(out);
         }
-        let mut ranges: Vec<(usize, std::ops::Range<u64>)> = tensors
+        // (shard, file of the shard, range).
+        let mut ranges: Vec<(usize, usize, std::ops::Range<u64>)> = tensors
             .iter()
             .filter_map(|&t| {
                 let shard = self.shards.get(t.shard)?;
-                shard.file.remote()?;
-                let r = shard.file.read_range(t.index);
-                (!r.is_empty()).then_some((t.shard, r))
+                Some(
+                    shard
+                        .file
+                        .read_ranges(t.index)
+                        .into_iter()
+                        .filter(|(k, r)| {
+                            !r.is_empty()
+                                && shard
+                                    .file
+                                    .file_source(*k)
+                                    .is_some_and(|s| s.remote().is_some())
+                        })
+                        .map(move |(k, r)| (t.shard, k, r)),
+                )
             })
+            .flatten()
             .collect();
-        ranges.sort_by_key(|(s, r)| (*s, r.start));
+        ranges.sort_by_key(|(s, k, r)| (*s, *k, r.start));
         // Merged only where they touch (within a block, which the cache
         // fetches whole anyway): a gap between two tensors is never fetched.
-        let mut merged: Vec<(usize, std::ops::Range<u64>)> = Vec::new();
-        for (s, r) in ranges {
+        let mut merged: Vec<(usize, usize, std::ops::Range<u64>)> = Vec::new();
+        for (s, k, r) in ranges {
             match merged.last_mut() {
-                Some((ls, lr))
+                Some((ls, lk, lr))
                     if *ls == s
+                        && *lk == k
                         && r.start
                             <= lr.end.saturating_add(crate::source::remote::cache::BLOCK) =>
                 {
                     lr.end = lr.end.max(r.end);
                 }
-                _ => merged.push((s, r)),
+                _ => merged.push((s, k, r)),
             }
         }
-        for (s, r) in merged {
+        for (s, k, r) in merged {
             let shard = &self.shards[s];
-            let pin = shard
-                .file
-                .source()
+            let Some(source) = shard.file.file_source(k) else {
+                continue;
+            };
+            let pin = source
                 .fetch(r, cancel, progress)
                 .map_err(|error| LoadError::Remote {
                     path: shard.file.path().to_path_buf(),
@@ -145,19 +160,22 @@ impl Checkpoint {
     /// Bytes the cache lacks for `tensors` (0 for local files): what
     /// [`Checkpoint::fetch`] would download, for asking first.
     pub fn missing_bytes(&self, tensors: &[TensorRef]) -> u64 {
-        let mut by_shard: Vec<Vec<std::ops::Range<u64>>> = vec![Vec::new(); self.shards.len()];
+        // Ranges by (shard, file of the shard).
+        let mut by_file: std::collections::BTreeMap<(usize, usize), Vec<std::ops::Range<u64>>> =
+            std::collections::BTreeMap::new();
         for &t in tensors {
-            if let (Some(ranges), Some(shard)) =
-                (by_shard.get_mut(t.shard), self.shards.get(t.shard))
-                && shard.file.remote().is_some()
-            {
-                ranges.push(shard.file.read_range(t.index));
+            if let Some(shard) = self.shards.get(t.shard) {
+                for (k, r) in shard.file.read_ranges(t.index) {
+                    by_file.entry((t.shard, k)).or_default().push(r);
+                }
             }
         }
-        self.shards
+        by_file
             .iter()
-            .zip(&by_shard)
-            .filter_map(|(s, ranges)| Some(s.file.remote()?.missing(ranges)))
+            .filter_map(|(&(s, k), ranges)| {
+                let remote = self.shards.get(s)?.file.file_source(k)?.remote()?;
+                Some(remote.missing(ranges))
+            })
             .sum()
     }
 
@@ -183,10 +201,7 @@ impl Checkpoint {
                 });
             }
             if let (Some(shard), Some(info)) = (self.shards.get(t.shard), self.info(t))
-                && !shard
-                    .file
-                    .source()
-                    .is_present(shard.file.read_range(t.index))
+                && !shard.file.is_present(t.index)
             {
                 return Err(LoadError::Remote {
                     path: shard.file.path().to_path_buf(),

@@ -36,6 +36,7 @@ pub(crate) const CONTAINER: Container = Container {
         })
     }),
     expand: Some(split::open),
+    folder: None,
 };
 
 #[cfg(test)]

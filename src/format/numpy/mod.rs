@@ -21,6 +21,7 @@ pub(crate) const CONTAINER: crate::format::containers::Container =
         open: file::open,
         refuse: Some(file::refuse),
         expand: None,
+        folder: None,
     };
 
 use crate::format::TensorInfo;
@@ -219,6 +220,7 @@ pub fn open_npy(bytes: &[u8], name: String) -> Result<Opened, NumpyError> {
         });
     }
     let storage = Storage {
+        file: 0,
         file_range: h.data_offset..end,
         skip: 0,
         len: h.nbytes,

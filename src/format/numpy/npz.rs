@@ -101,6 +101,7 @@ fn stored_member(bytes: &[u8], m: &Member) -> Result<(header::NpyHeader, Storage
     }
     let start = m.data_start + h.data_offset;
     let storage = Storage {
+        file: 0,
         file_range: start..start + h.nbytes,
         skip: 0,
         len: h.nbytes,
@@ -145,6 +146,7 @@ fn deflated_member(
         });
     }
     let storage = Storage {
+        file: 0,
         file_range: m.data_start..m.data_start.saturating_add(m.compressed_size),
         skip: h.data_offset,
         len: h.nbytes,

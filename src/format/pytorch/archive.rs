@@ -251,6 +251,7 @@ pub fn read(bytes: &[u8], archive: &Archive) -> Result<TorchZip, TorchError> {
         };
         if m.stored {
             let storage = Storage {
+                file: 0,
                 file_range: m.data_start..m.data_start.saturating_add(m.size),
                 skip: 0,
                 len: m.size,
@@ -269,6 +270,7 @@ pub fn read(bytes: &[u8], archive: &Archive) -> Result<TorchZip, TorchError> {
             Ok(storage)
         } else {
             Ok(Storage {
+                file: 0,
                 file_range: m.data_start..m.data_start.saturating_add(m.compressed_size),
                 skip: 0,
                 len: m.size,

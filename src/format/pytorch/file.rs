@@ -103,6 +103,7 @@ impl TorchParts {
         let member = match storage.encoding {
             Encoding::Deflated { member, .. } => member,
             Encoding::Plain => *unverified.members.get(&storage.file_range.start)?,
+            Encoding::Decoded(_) => return None,
         };
         file.archive()?.members().get(member)
     }

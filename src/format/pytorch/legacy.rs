@@ -97,6 +97,7 @@ pub fn read(bytes: &[u8]) -> Result<TorchZip, TorchError> {
         storages.insert(
             key.clone(),
             Storage {
+                file: 0,
                 file_range: start..start + len,
                 skip: 0,
                 len,

@@ -47,6 +47,7 @@ pub(crate) const CONTAINER: Container = Container {
     },
     refuse: None,
     expand: None,
+    folder: None,
 };
 
 /// A bare pickle (local): no tensors, only what its pickle names.
@@ -58,6 +59,7 @@ pub(crate) const PICKLE: Container = Container {
     open: file::open_bare,
     refuse: None,
     expand: None,
+    folder: None,
 };
 
 /// What a torch file's pickle says beyond its tensors: the globals it

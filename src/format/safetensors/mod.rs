@@ -40,6 +40,7 @@ pub(crate) const CONTAINER: crate::format::containers::Container =
         },
         refuse: None,
         expand: None,
+        folder: None,
     };
 
 /// True when `bytes` (of a file of `len` bytes) are a safetensors file's,

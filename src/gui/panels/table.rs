@@ -457,9 +457,16 @@ impl Cells<'_> {
                     info.data_offsets()[1]
                 ));
             } else {
-                match ck.file_range(tref) {
-                    Some(r) => ui.label(format!("@{}..{}", r.start, r.end)),
-                    None => ui.weak("deflated"),
+                match (ck.file_range(tref), ck.other_file_of(tref)) {
+                    (Some(r), Some(file)) => ui.add(
+                        egui::Label::new(safe_text(
+                            &format!("{file} @{}..{}", r.start, r.end),
+                            200,
+                        ))
+                        .truncate(),
+                    ),
+                    (Some(r), None) => ui.label(format!("@{}..{}", r.start, r.end)),
+                    (None, _) => ui.weak(ck.encoding_label(tref).unwrap_or("elsewhere")),
                 };
             }
         });

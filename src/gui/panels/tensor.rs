@@ -146,7 +146,7 @@ fn stored_facts_ui(ui: &mut egui::Ui, facts: &crate::format::StoredFacts) {
     match &facts.data_range {
         Some(r) => ui.monospace(format!("bytes {}..{}", r.start, r.end)),
         None if facts.compressed => ui.label("deflated"),
-        None => ui.label("elsewhere"),
+        None => ui.label("decoded by its container"),
     };
     ui.weak("order");
     let endian = match facts.byte_order {

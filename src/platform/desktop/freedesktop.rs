@@ -1,9 +1,13 @@
 //! Desktop integration on freedesktop desktops (Linux): `tensorscope
 //! --install-desktop` installs the `.desktop` entry, the MIME types of the
 //! containers it opens (`application/x-safetensors`, `application/x-npy`,
-//! `application/x-npz`, `application/x-pytorch`, `application/x-gguf`) and
-//! the icon for the current user (XDG data dirs), and makes Tensorscope
-//! their default handler, so a double-click on a checkpoint opens it;
+//! `application/x-npz`, `application/x-pytorch`, `application/x-gguf`,
+//! `application/x-onnx`, `application/x-tensorflow-index`,
+//! `application/x-keras`, `application/x-flax-msgpack`; HDF5 files are
+//! shared-mime-info's `application/x-hdf`) and the icon for the current
+//! user (XDG data dirs), and makes Tensorscope the default handler of the
+//! containers with extensions of their own, so a double-click on a
+//! checkpoint opens it (the others are offered: *Open with*);
 //! `--uninstall-desktop` removes those files and handler lines again.
 
 use std::io;
@@ -28,9 +32,29 @@ pub const MIME_TYPES: &[&str] = &[
     "application/x-npz",
     "application/x-pytorch",
     "application/x-gguf",
+    "application/x-onnx",
+    "application/x-tensorflow-index",
+    "application/x-keras",
+    "application/x-hdf",
+    "application/x-flax-msgpack",
 ];
+/// The types of [`MIME_TYPES`] that shared-mime-info already defines: in
+/// the desktop entry's `MimeType=`, never redefined in [`MIME_XML`].
+pub const SYSTEM_MIME_TYPES: &[&str] = &["application/x-hdf"];
 /// The desktop entry's file name.
 pub const DESKTOP_FILE: &str = "tensorscope.desktop";
+
+/// The MIME types Tensorscope is made the default handler of: those of the
+/// containers that claim a default ([`super::Container::claims_default`]).
+/// The rest of [`MIME_TYPES`] (a `.h5` is any program's HDF5 data) are
+/// only offered, through the desktop entry's `MimeType=`.
+pub fn default_mime_types() -> Vec<&'static str> {
+    super::CONTAINERS
+        .iter()
+        .filter(|c| c.claims_default())
+        .map(|c| c.mime)
+        .collect()
+}
 
 fn missing(what: &str) -> io::Error {
     io::Error::new(
@@ -120,14 +144,15 @@ fn run_tool(report: &mut Report, program: &str, args: &[&std::ffi::OsStr]) -> bo
 fn set_default_in_mimeapps(config: &Path, report: &mut Report) -> io::Result<()> {
     let path = config.join("mimeapps.list");
     let old = std::fs::read_to_string(&path).unwrap_or_default();
-    let lines = MIME_TYPES.iter().fold(String::new(), |mut s, t| {
+    let defaults = default_mime_types();
+    let lines = defaults.iter().fold(String::new(), |mut s, t| {
         s.push_str(t);
         s.push('=');
         s.push_str(DESKTOP_FILE);
         s.push_str(";\n");
         s
     });
-    let ours = |l: &str| MIME_TYPES.iter().any(|t| l.starts_with(&format!("{t}=")));
+    let ours = |l: &str| defaults.iter().any(|t| l.starts_with(&format!("{t}=")));
     let mut out = String::new();
     let mut in_defaults = false;
     let mut done = false;
@@ -154,8 +179,9 @@ fn set_default_in_mimeapps(config: &Path, report: &mut Report) -> io::Result<()>
     write(&path, &out, report)
 }
 
-/// Installs the desktop entry, MIME type and icon for the current user
-/// and makes Tensorscope the default handler of every container it opens.
+/// Installs the desktop entry, MIME types and icon for the current user
+/// and makes Tensorscope the default handler of the containers that claim
+/// a default ([`default_mime_types`]).
 pub fn install(exe: &Path) -> io::Result<Report> {
     let mut report = Report::default();
     let data = data_home()?;
@@ -180,7 +206,7 @@ pub fn install(exe: &Path) -> io::Result<Report> {
     run_tool(&mut report, "update-desktop-database", &[apps.as_os_str()]);
     std::fs::create_dir_all(&config)?;
     let mut args: Vec<&std::ffi::OsStr> = vec!["default".as_ref(), DESKTOP_FILE.as_ref()];
-    args.extend(MIME_TYPES.iter().map(|t| std::ffi::OsStr::new(*t)));
+    args.extend(default_mime_types().into_iter().map(std::ffi::OsStr::new));
     let set = run_tool(&mut report, "xdg-mime", &args);
     if !set {
         set_default_in_mimeapps(&config, &mut report)?;
@@ -279,9 +305,53 @@ mod tests {
         assert!(entry.contains("\nExec=/opt/ts/tensorscope %F\n"));
         let listed = format!("MimeType={};", MIME_TYPES.join(";"));
         assert!(entry.contains(&listed), "{entry}");
-        for t in MIME_TYPES {
-            assert!(MIME_XML.contains(&format!("type=\"{t}\"")), "{t}");
+    }
+
+    #[test]
+    fn every_container_is_listed_and_ours_are_described() {
+        let mimes: Vec<&str> = super::super::CONTAINERS.iter().map(|c| c.mime).collect();
+        assert_eq!(mimes, MIME_TYPES);
+        for t in SYSTEM_MIME_TYPES {
+            assert!(MIME_TYPES.contains(t), "{t}");
         }
+        for c in super::super::CONTAINERS {
+            // Our types are in the XML with a glob per extension; a type
+            // shared-mime-info defines is not redefined.
+            let system = SYSTEM_MIME_TYPES.contains(&c.mime);
+            let declared = format!("<mime-type type=\"{}\">", c.mime);
+            assert_eq!(MIME_XML.contains(&declared), !system, "{}", c.mime);
+            let described = MIME_XML
+                .split("</mime-type>")
+                .find(|t| t.contains(&declared))
+                .unwrap_or_default();
+            // (A shared extension's glob may be narrower:
+            // `pytorch_model*.bin`.)
+            for ext in c.extensions.iter().chain(c.shared_extensions) {
+                assert_eq!(
+                    described.contains(&format!("*.{ext}\"")),
+                    !system,
+                    "{}: *.{ext}",
+                    c.mime
+                );
+            }
+            // A shared extension's glob weighs less than the default (50),
+            // so that another program's type of it wins.
+            if !c.claims_default() && !system {
+                assert!(described.contains("weight=\"20\""), "{}", c.mime);
+            }
+        }
+        assert_eq!(
+            default_mime_types(),
+            [
+                "application/x-safetensors",
+                "application/x-npy",
+                "application/x-npz",
+                "application/x-pytorch",
+                "application/x-gguf",
+                "application/x-onnx",
+                "application/x-keras",
+            ]
+        );
     }
 
     #[test]
@@ -300,16 +370,26 @@ mod tests {
         let dir = tmp.path();
         std::fs::write(
             dir.join("mimeapps.list"),
-            "[Added Associations]\ntext/plain=x.desktop;\n[Default Applications]\napplication/x-safetensors=old.desktop;\ntext/plain=x.desktop;\n",
+            "[Added Associations]\ntext/plain=x.desktop;\n[Default Applications]\napplication/x-safetensors=old.desktop;\napplication/x-hdf=hdfview.desktop;\ntext/plain=x.desktop;\n",
         )
         .expect("write");
         let mut r = Report::default();
         set_default_in_mimeapps(dir, &mut r).expect("set");
         let s = std::fs::read_to_string(dir.join("mimeapps.list")).expect("read");
-        for t in MIME_TYPES {
+        for t in default_mime_types() {
             assert!(s.contains(&format!("{t}=tensorscope.desktop;")), "{s}");
         }
         assert!(!s.contains("old.desktop"));
         assert!(s.contains("text/plain=x.desktop;"));
+        // HDF5 files stay with the program that opens them; `.index` and
+        // `.msgpack` files are offered, not claimed.
+        assert!(s.contains("application/x-hdf=hdfview.desktop;\n"), "{s}");
+        for t in [
+            "application/x-hdf",
+            "application/x-tensorflow-index",
+            "application/x-flax-msgpack",
+        ] {
+            assert!(!s.contains(&format!("{t}=tensorscope.desktop")), "{s}");
+        }
     }
 }

@@ -27,7 +27,9 @@ pub struct Container {
     pub prog_id: &'static str,
     /// What a file manager calls such a file.
     pub description: &'static str,
-    /// The freedesktop MIME type.
+    /// The freedesktop MIME type (ours, in `assets/tensorscope-mime.xml`,
+    /// or one shared-mime-info defines, listed only:
+    /// `freedesktop::SYSTEM_MIME_TYPES`).
     pub mime: &'static str,
     /// The extensions (without the dot) a double-click opens with
     /// Tensorscope.
@@ -77,7 +79,59 @@ pub const CONTAINERS: &[Container] = &[
         extensions: &["gguf"],
         shared_extensions: &[],
     },
+    Container {
+        prog_id: "Tensorscope.Onnx",
+        description: "ONNX model",
+        mime: "application/x-onnx",
+        extensions: &["onnx"],
+        shared_extensions: &[],
+    },
+    Container {
+        prog_id: "Tensorscope.TensorFlow",
+        description: "TensorFlow checkpoint index",
+        mime: "application/x-tensorflow-index",
+        extensions: &[],
+        // `ckpt-1.index`, `variables.index`: other programs write `.index`
+        // files too.
+        shared_extensions: &["index"],
+    },
+    Container {
+        prog_id: "Tensorscope.Keras",
+        description: "Keras model",
+        mime: "application/x-keras",
+        extensions: &["keras"],
+        shared_extensions: &[],
+    },
+    Container {
+        prog_id: "Tensorscope.Hdf5",
+        description: "HDF5 file",
+        // shared-mime-info's type of HDF files (HDF4 and HDF5): listed in
+        // the desktop entry, never redefined.
+        mime: "application/x-hdf",
+        extensions: &[],
+        // Keras' `.weights.h5` and `.h5` models, and every other program's
+        // HDF5 data.
+        shared_extensions: &["h5", "hdf5"],
+    },
+    Container {
+        prog_id: "Tensorscope.Flax",
+        description: "Flax checkpoint",
+        mime: "application/x-flax-msgpack",
+        extensions: &[],
+        // MessagePack is a general serialization format.
+        shared_extensions: &["msgpack"],
+    },
 ];
+
+impl Container {
+    /// Whether Tensorscope becomes the default opener of the container's
+    /// files: only when it has extensions of its own. A container known by
+    /// shared extensions only (`.index`, `.h5`, `.msgpack`) is offered
+    /// (*Open with*), never made the default.
+    pub const fn claims_default(&self) -> bool {
+        !self.extensions.is_empty()
+    }
+}
 
 /// What an install or uninstall did, step by step.
 #[derive(Debug, Default)]

@@ -284,6 +284,8 @@ mod tests {
         r.set(r"Software\Classes\.bin\OpenWithProgids", "HexEdit.bin", "")
             .expect("set");
         r.set(r"Software\Classes\.pt", "", "Other.Pt").expect("set");
+        r.set(r"Software\Classes\.h5", "", "HDFView.h5")
+            .expect("set");
         r.set(
             r"Software\Classes\.npy",
             "Content Type",
@@ -326,19 +328,78 @@ mod tests {
         assert_eq!(d("gguf").as_deref(), Some("Tensorscope.Gguf"));
         assert_eq!(d("npy").as_deref(), Some("Tensorscope.Npy"));
         assert_eq!(d("pth").as_deref(), Some("Tensorscope.PyTorch"));
+        assert_eq!(d("onnx").as_deref(), Some("Tensorscope.Onnx"));
+        assert_eq!(d("keras").as_deref(), Some("Tensorscope.Keras"));
         // Another program's default is left alone; `.bin` is never claimed.
         assert_eq!(d("pt").as_deref(), Some("Other.Pt"));
         assert_eq!(d("bin").as_deref(), Some("BinFile"));
+        // Nor are the other shared extensions, even where no program has
+        // them: Tensorscope is only offered.
+        assert_eq!(d("h5").as_deref(), Some("HDFView.h5"));
+        for ext in ["index", "hdf5", "msgpack"] {
+            assert_eq!(d(ext), None, ".{ext}");
+        }
+        let owp = |ext: &str, prog: &str| {
+            r.get(&format!(r"Software\Classes\.{ext}\OpenWithProgids"), prog)
+                .expect("get")
+        };
+        assert!(owp("index", "Tensorscope.TensorFlow").is_some());
+        assert!(owp("h5", "Tensorscope.Hdf5").is_some());
+        assert!(owp("hdf5", "Tensorscope.Hdf5").is_some());
+        assert!(owp("msgpack", "Tensorscope.Flax").is_some());
         let app = r"Software\Classes\Applications\tensorscope-gui.exe";
         assert_eq!(
             r.get(app, "FriendlyAppName").expect("get").as_deref(),
             Some("Tensorscope")
         );
-        assert!(
-            r.get(&format!(r"{app}\SupportedTypes"), ".gguf")
-                .expect("get")
-                .is_some()
+        for ext in [
+            ".gguf", ".onnx", ".index", ".keras", ".h5", ".hdf5", ".msgpack",
+        ] {
+            assert!(
+                r.get(&format!(r"{app}\SupportedTypes"), ext)
+                    .expect("get")
+                    .is_some(),
+                "{ext}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_container_has_its_prog_id_and_extensions() {
+        let progs: Vec<&str> = CONTAINERS.iter().map(|c| c.prog_id).collect();
+        assert_eq!(
+            progs,
+            [
+                "Tensorscope.Safetensors",
+                "Tensorscope.Npy",
+                "Tensorscope.Npz",
+                "Tensorscope.PyTorch",
+                "Tensorscope.Gguf",
+                "Tensorscope.Onnx",
+                "Tensorscope.TensorFlow",
+                "Tensorscope.Keras",
+                "Tensorscope.Hdf5",
+                "Tensorscope.Flax",
+            ]
         );
+        // Every extension reaches one container, and every one is an
+        // extension the explorer opens.
+        let mut seen = std::collections::BTreeSet::new();
+        for c in CONTAINERS {
+            assert!(
+                !c.extensions.is_empty() || !c.shared_extensions.is_empty(),
+                "{}",
+                c.prog_id
+            );
+            for ext in c.extensions.iter().chain(c.shared_extensions) {
+                assert!(seen.insert(*ext), ".{ext} twice");
+                assert!(crate::format::CHECKPOINT_EXTENSIONS.contains(ext), ".{ext}");
+            }
+        }
+        for ext in crate::format::CHECKPOINT_EXTENSIONS {
+            // A shard index is a `.json`: opened, never associated.
+            assert!(*ext == "json" || seen.contains(ext), ".{ext}");
+        }
     }
 
     #[test]

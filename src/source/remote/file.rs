@@ -119,13 +119,31 @@ impl RemoteFile {
     /// length; at most `max_header` more are fetched for it (a longer one is
     /// the format's verdict to give, from what was read).
     pub fn open(client: &Client, target: &str, max_header: u64) -> Result<Self, RemoteError> {
+        Self::open_reading(client, target, HEADER_GUESS, max_header)
+    }
+
+    /// Opens `target` asking for its first byte only: its size and
+    /// version, for a file whose bytes are read later by ranges (an ONNX
+    /// model's external data, a TensorFlow bundle's data shards).
+    pub fn open_sized(client: &Client, target: &str) -> Result<Self, RemoteError> {
+        Self::open_reading(client, target, 1, 0)
+    }
+
+    /// Opens `target`, reading its first `first` bytes (and, for a
+    /// safetensors-like length prefix, at most `max_header` more).
+    fn open_reading(
+        client: &Client,
+        target: &str,
+        first_bytes: u64,
+        max_header: u64,
+    ) -> Result<Self, RemoteError> {
         let mut entry = Entry::open(client.settings(), target)?;
         let stored = entry.stored().cloned();
         let cancel = CancelToken::new();
         let mut first = Vec::new();
         let reply = client.read_range(
             target,
-            0..HEADER_GUESS,
+            0..first_bytes,
             stored.as_ref().map(|(v, _)| v),
             stored.as_ref().is_some_and(|(_, h)| *h > 0),
             &mut |b| {

@@ -2,6 +2,7 @@
 //! `hf://` locations gives what it gives on the local copy, fetches only
 //! the bytes it needs, and every fault is a clear error.
 
+mod frameworks;
 mod gguf;
 mod pytorch;
 mod series;

@@ -1,0 +1,48 @@
+//! HDF5 in the table of containers: the signature at offset 0 or after a
+//! user block (512, 1024, 2048, … bytes).
+
+use crate::format::LoadError;
+use crate::format::containers::{Container, ContainerKind, Opening, Probe};
+use crate::format::opened::{into_file, refusal, remote_unsupported};
+
+/// HDF5's entry.
+pub(crate) const CONTAINER: Container = Container {
+    id: "hdf5",
+    label: "HDF5",
+    has_data_section: false,
+    claims: |p: &Probe<'_>| {
+        if p.remote {
+            return p.bytes.starts_with(super::SIGNATURE);
+        }
+        super::find_superblock(p.bytes).is_some()
+    },
+    open,
+    refuse: Some(|p: &Probe<'_>, path: &std::path::Path| {
+        matches!(p.extension, Some("h5" | "hdf5")).then(|| {
+            refusal(
+                path,
+                "BadSignature",
+                "no HDF5 signature at byte 0 or after a user block of 512, 1024, … bytes".into(),
+                None,
+            )
+        })
+    }),
+    expand: None,
+    folder: None,
+};
+
+fn open(o: Opening) -> Result<crate::format::StoredFile, LoadError> {
+    let Opening { path, source, .. } = o;
+    if source.remote().is_some() {
+        return Err(remote_unsupported(&path, "HDF5"));
+    }
+    let opened = super::open(source.bytes())
+        .map_err(|e| refusal(&path, e.kind(), e.to_string(), e.tensor()))?;
+    into_file(
+        path,
+        source,
+        ContainerKind::of(&CONTAINER),
+        opened,
+        Vec::new(),
+    )
+}

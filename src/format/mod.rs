@@ -18,6 +18,7 @@ mod file;
 pub mod flax;
 mod gather;
 pub mod gguf;
+pub mod hdf5;
 pub mod numpy;
 pub mod onnx;
 mod opened;

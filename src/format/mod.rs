@@ -19,6 +19,7 @@ pub mod flax;
 mod gather;
 pub mod gguf;
 pub mod hdf5;
+mod keras;
 pub mod numpy;
 pub mod onnx;
 mod opened;
@@ -54,6 +55,8 @@ pub(crate) const CONTAINERS: &[&Container] = &[
     &tensorflow::CONTAINER,
     &flax::CONTAINER,
     &onnx::CONTAINER,
+    &keras::CONTAINER,
+    &hdf5::container::CONTAINER,
 ];
 
 impl ContainerKind {
@@ -69,6 +72,10 @@ impl ContainerKind {
     pub const NUMPY: Self = Self::of(&numpy::CONTAINER);
     /// An ONNX model (and its external data).
     pub const ONNX: Self = Self::of(&onnx::CONTAINER);
+    /// A Keras 3 `.keras` archive.
+    pub const KERAS: Self = Self::of(&keras::CONTAINER);
+    /// An HDF5 file (`.h5`, Keras' `.weights.h5`).
+    pub const HDF5: Self = Self::of(&hdf5::container::CONTAINER);
     /// A Flax checkpoint (`flax.serialization` msgpack).
     pub const FLAX: Self = Self::of(&flax::CONTAINER);
     /// A TensorFlow TensorBundle (`.index` and its data shards).

@@ -22,6 +22,7 @@
 mod attrs;
 mod btree;
 mod chunks;
+pub(crate) mod container;
 mod decode;
 mod earray;
 mod error;

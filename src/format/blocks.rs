@@ -43,7 +43,7 @@ const MAX_PAIRWISE: usize = 4096;
 pub const MAX_BAND: u64 = 64 << 20;
 
 /// The largest row (the elements under one leading index) a band may hold.
-pub const MAX_ROW: u64 = 512 << 20;
+pub const MAX_ROW: u64 = 256 << 20;
 
 fn volume(shape: &[u64]) -> Option<u64> {
     shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d))
@@ -218,6 +218,23 @@ pub fn assemble<P>(
         while a < end {
             cancel.check()?;
             let b = (a + rows_per_band).min(end);
+            let len = usize::try_from((b - a) * row_bytes).unwrap_or(usize::MAX);
+            band.clear();
+            if fill.iter().all(|&x| x == 0) {
+                band.resize(len, 0);
+            } else {
+                band.reserve(len);
+                while band.len() < len {
+                    band.extend_from_slice(&fill[..element.min(fill.len()).max(1)]);
+                }
+                band.truncate(len);
+            }
+            for (i, bytes) in &open {
+                copy_into(&mut band, shape, element, (a, b), &blocks[*i], bytes);
+            }
+            // Blocks that start in this band: decoded, copied, and kept only
+            // when they reach past it (memory: the band and the blocks that
+            // cross its end, never every block of a wide row).
             while let Some(&i) = order.get(next) {
                 if blocks[i].origin[0] >= b {
                     break;
@@ -235,22 +252,11 @@ pub fn assemble<P>(
                         ),
                     ));
                 }
-                open.push((i, bytes));
-                next += 1;
-            }
-            let len = usize::try_from((b - a) * row_bytes).unwrap_or(usize::MAX);
-            band.clear();
-            if fill.iter().all(|&x| x == 0) {
-                band.resize(len, 0);
-            } else {
-                band.reserve(len);
-                while band.len() < len {
-                    band.extend_from_slice(&fill[..element.min(fill.len()).max(1)]);
+                copy_into(&mut band, shape, element, (a, b), &blocks[i], &bytes);
+                if blocks[i].origin[0] + blocks[i].shape[0] > b {
+                    open.push((i, bytes));
                 }
-                band.truncate(len);
-            }
-            for (i, bytes) in &open {
-                copy_into(&mut band, shape, element, (a, b), &blocks[*i], bytes);
+                next += 1;
             }
             sink(&band).map_err(DecodeError::Sink)?;
             open.retain(|(i, _)| blocks[*i].origin[0] + blocks[*i].shape[0] > b);

@@ -52,6 +52,10 @@ pub struct Container {
     /// True when its tensors lie in one data section that their
     /// `data_offsets` count from (safetensors, GGUF).
     pub has_data_section: bool,
+    /// What its names' parts are joined with (`.` for PyTorch's module
+    /// paths, `/` for TensorFlow's, HDF5's and Flax's), for the explorer's
+    /// tree.
+    pub separator: char,
     /// True when the file is this container's, by its content (the name
     /// only where the spec says so).
     pub(crate) claims: fn(&Probe<'_>) -> bool,
@@ -94,6 +98,11 @@ impl ContainerKind {
     /// The name people know the container by, for the explorer.
     pub const fn label(self) -> &'static str {
         self.0.label
+    }
+
+    /// What its tensor names' parts are joined with.
+    pub const fn name_separator(self) -> char {
+        self.0.separator
     }
 
     pub(crate) fn entry(self) -> &'static Container {

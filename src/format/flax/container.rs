@@ -9,6 +9,7 @@ pub(crate) const CONTAINER: Container = Container {
     id: "flax",
     label: "Flax",
     has_data_section: false,
+    separator: '/',
     claims: |p: &Probe<'_>| p.extension == Some("msgpack") && super::looks_like(p.bytes),
     open,
     refuse: Some(|p: &Probe<'_>, path: &std::path::Path| {

@@ -22,6 +22,7 @@ pub(crate) const CONTAINER: Container = Container {
     id: "gguf",
     label: "GGUF",
     has_data_section: true,
+    separator: '.',
     claims: |p: &Probe<'_>| p.bytes.starts_with(header::MAGIC),
     open: file::open_file,
     refuse: Some(|p: &Probe<'_>, path: &std::path::Path| {

@@ -10,6 +10,7 @@ pub(crate) const CONTAINER: Container = Container {
     id: "hdf5",
     label: "HDF5",
     has_data_section: false,
+    separator: '/',
     claims: |p: &Probe<'_>| {
         if p.remote {
             return p.bytes.starts_with(super::SIGNATURE);

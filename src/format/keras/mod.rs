@@ -23,6 +23,7 @@ pub(crate) const CONTAINER: Container = Container {
     id: "keras",
     label: "Keras",
     has_data_section: false,
+    separator: '/',
     claims: |p: &Probe<'_>| {
         p.extension == Some("keras")
             && (p.remote
@@ -137,6 +138,14 @@ fn open(o: Opening) -> Result<crate::format::StoredFile, LoadError> {
     let mut opened = crate::format::hdf5::open(member)
         .map_err(|e| refusal(&path, e.kind(), format!("{WEIGHTS}: {e}"), e.tensor()))?;
     for t in &mut opened.tensors {
+        // Offsets in the archive, not in its member.
+        for (key, value) in &mut t.facts {
+            if *key == "offset"
+                && let Some(n) = value.as_u64()
+            {
+                *value = (n + at.start).into();
+            }
+        }
         t.data = match std::mem::replace(
             &mut t.data,
             Data::Plain {

@@ -17,6 +17,7 @@ pub(crate) const CONTAINER: crate::format::containers::Container =
         id: "numpy",
         label: "NumPy",
         has_data_section: false,
+        separator: '.',
         claims: file::claims,
         open: file::open,
         refuse: Some(file::refuse),

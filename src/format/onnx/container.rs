@@ -15,6 +15,7 @@ pub(crate) const CONTAINER: Container = Container {
     id: "onnx",
     label: "ONNX",
     has_data_section: false,
+    separator: '.',
     claims: |p: &Probe<'_>| p.extension == Some("onnx"),
     open,
     refuse: None,

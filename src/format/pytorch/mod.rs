@@ -27,6 +27,7 @@ pub(crate) const CONTAINER: Container = Container {
     id: "pytorch",
     label: "PyTorch",
     has_data_section: false,
+    separator: '.',
     claims: |p: &Probe<'_>| {
         if p.remote {
             return crate::format::zip::is_zip(p.bytes);
@@ -55,6 +56,7 @@ pub(crate) const PICKLE: Container = Container {
     id: "pickle",
     label: "Python pickle",
     has_data_section: false,
+    separator: '.',
     claims: |p: &Probe<'_>| !p.remote && p.bytes.first() == Some(&bare::PROTO),
     open: file::open_bare,
     refuse: None,

@@ -21,6 +21,7 @@ pub(crate) const CONTAINER: crate::format::containers::Container =
         id: "safetensors",
         label: "safetensors",
         has_data_section: true,
+        separator: '.',
         // Asked first, by `StoredFile`, and never through the table.
         claims: |_| false,
         open: |o| {

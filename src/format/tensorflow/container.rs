@@ -17,6 +17,7 @@ pub(crate) const CONTAINER: Container = Container {
     id: "tensorflow",
     label: "TensorFlow",
     has_data_section: false,
+    separator: '/',
     // A remote index: only its first block is at hand; its footer is
     // checked once it is fetched whole.
     claims: |p: &Probe<'_>| p.extension == Some("index") && (p.remote || super::is_index(p.bytes)),

@@ -284,7 +284,7 @@ pub fn tree_rows(
         }
         let name = facts.name(i);
         let (_, bytes) = facts.size(i);
-        let parts: Vec<&str> = name.split('.').collect();
+        let parts: Vec<&str> = name.split(ck.container().name_separator()).collect();
         let mut node = &mut root;
         node.count += 1;
         node.bytes = node.bytes.saturating_add(bytes);
@@ -337,7 +337,7 @@ fn walk(
         let full = if prefix.is_empty() {
             key.to_owned()
         } else {
-            format!("{prefix}.{key}")
+            format!("{prefix}{}{key}", facts.ck.container().name_separator())
         };
         if fold && numbers.iter().any(|&(_, k)| k == key) {
             // This node's own numbered children, folded into one line.

@@ -42,8 +42,15 @@ pub fn hdf5(data: &[u8]) {
         }
         match &t.data {
             Data::Plain { range, .. } => {
-                assert!(range.end <= data.len() as u64, "a plain range past the input");
-                assert_eq!(range.end - range.start, bytes, "a plain range of another size");
+                assert!(
+                    range.end <= data.len() as u64,
+                    "a plain range past the input"
+                );
+                assert_eq!(
+                    range.end - range.start,
+                    bytes,
+                    "a plain range of another size"
+                );
             }
             Data::Decoded(d) => {
                 let _ = d.ranges();

@@ -61,12 +61,11 @@ pub fn onnx(data: &[u8]) {
             Data::Decoded(d) => {
                 let _ = d.ranges();
                 let mut got = 0u64;
-                if d
-                    .decode(&files, &cancel, &mut |b| {
-                        got += b.len() as u64;
-                        Ok(())
-                    })
-                    .is_ok()
+                if d.decode(&files, &cancel, &mut |b| {
+                    got += b.len() as u64;
+                    Ok(())
+                })
+                .is_ok()
                 {
                     assert_eq!(got, len, "a decoded tensor is exactly its size");
                 }

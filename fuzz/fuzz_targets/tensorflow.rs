@@ -45,6 +45,10 @@ pub fn tensorflow(data: &[u8]) {
             got += b.len() as u64;
             Ok(())
         });
-        assert!(r.is_err() || got == bytes, "{}: {got} bytes of {bytes}", t.name);
+        assert!(
+            r.is_err() || got == bytes,
+            "{}: {got} bytes of {bytes}",
+            t.name
+        );
     }
 }

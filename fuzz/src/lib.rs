@@ -74,6 +74,28 @@ pub fn readers(dir: &Path, data: &[u8]) {
     read_all(dir, &ck, &["out.npy", "out.csv"]);
 }
 
+/// `frameworks`: the input written to `dir` as `name` (`input.onnx`,
+/// `ckpt.index`, `input.h5`, `input.msgpack`; for a TensorFlow index, also
+/// as its one data shard), opened as a checkpoint and, when it opens and
+/// its tensors are small, read by every verb's path.
+///
+/// # Panics
+///
+/// If `dir` cannot be written to (never because of the input).
+pub fn frameworks(dir: &Path, data: &[u8], name: &str) {
+    let path = dir.join(name);
+    std::fs::write(&path, data).expect("the input can be written");
+    if let Some(prefix) = name.strip_suffix(".index") {
+        std::fs::write(dir.join(format!("{prefix}.data-00000-of-00001")), data)
+            .expect("the input can be written");
+    }
+    let Ok(ck) = Checkpoint::open(&path) else {
+        return;
+    };
+    let _ = ck.verify_data(&CancelToken::new());
+    read_all(dir, &ck, &["out.npy", "out.csv"]);
+}
+
 /// When `ck`'s tensors are small ([`READ_LIMIT`]): every tensor scanned,
 /// the checkpoint diffed against itself, its first tensor exported to each
 /// of `outputs` in `dir`.

@@ -14,6 +14,20 @@ mod targets;
 #[allow(dead_code)]
 mod gguf_target;
 
+#[path = "../../fuzz/fuzz_targets/flax.rs"]
+#[allow(dead_code)]
+mod flax_target;
+#[path = "../../fuzz/fuzz_targets/hdf5.rs"]
+#[allow(dead_code)]
+mod hdf5_target;
+/// The other frameworks' targets: their readers alone, in their own files.
+#[path = "../../fuzz/fuzz_targets/onnx.rs"]
+#[allow(dead_code)]
+mod onnx_target;
+#[path = "../../fuzz/fuzz_targets/tensorflow.rs"]
+#[allow(dead_code)]
+mod tensorflow_target;
+
 /// The input files of a folder: every file but the READMEs, sorted.
 fn inputs(folder: &Path) -> Vec<PathBuf> {
     let Ok(read) = std::fs::read_dir(folder) else {
@@ -94,6 +108,24 @@ fn gguf_inputs_replay() {
     assert!(replay("gguf", &mut |data| gguf_target::gguf(dir.path(), data)) > 0);
 }
 
+#[test]
+fn the_other_frameworks_inputs_replay() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let targets: [(&str, &str, fn(&[u8])); 4] = [
+        ("onnx", "input.onnx", onnx_target::onnx),
+        ("tensorflow", "ckpt.index", tensorflow_target::tensorflow),
+        ("hdf5", "input.h5", hdf5_target::hdf5),
+        ("flax", "input.msgpack", flax_target::flax),
+    ];
+    for (target, name, reader) in targets {
+        let n = replay(target, &mut |data| {
+            reader(data);
+            targets::frameworks(dir.path(), data, name);
+        });
+        assert!(n > 0, "{target} has no seeds");
+    }
+}
+
 /// Mutated seeds of the container targets: a seed with a few bytes changed
 /// and maybe cut short (headers, opcodes, lengths, zip records, deflated
 /// streams and storage counts broken as a byte can break them). None may
@@ -172,6 +204,24 @@ mod mutations {
             let data = mutated("gguf", seed, edits, cut);
             let dir = tempfile::tempdir().expect("tempdir");
             super::gguf_target::gguf(dir.path(), &data);
+        }
+
+        #[test]
+        fn mutated_files_of_the_other_frameworks_never_panic(
+            which in 0usize..4,
+            seed in any::<prop::sample::Index>(),
+            edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..8),
+            cut in any::<Option<prop::sample::Index>>(),
+        ) {
+            let (target, name) = [
+                ("onnx", "input.onnx"),
+                ("tensorflow", "ckpt.index"),
+                ("hdf5", "input.h5"),
+                ("flax", "input.msgpack"),
+            ][which];
+            let data = mutated(target, seed, edits, cut);
+            let dir = tempfile::tempdir().expect("tempdir");
+            super::targets::frameworks(dir.path(), &data, name);
         }
     }
 }

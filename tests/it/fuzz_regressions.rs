@@ -108,10 +108,14 @@ fn gguf_inputs_replay() {
     assert!(replay("gguf", &mut |data| gguf_target::gguf(dir.path(), data)) > 0);
 }
 
+/// A framework's target: its seeds' folder, the name its file is
+/// written under, its reader alone.
+type Framework = (&'static str, &'static str, fn(&[u8]));
+
 #[test]
 fn the_other_frameworks_inputs_replay() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let targets: [(&str, &str, fn(&[u8])); 4] = [
+    let targets: [Framework; 4] = [
         ("onnx", "input.onnx", onnx_target::onnx),
         ("tensorflow", "ckpt.index", tensorflow_target::tensorflow),
         ("hdf5", "input.h5", hdf5_target::hdf5),

@@ -28,6 +28,8 @@ pub mod pytorch;
 pub mod safetensors;
 pub mod stored;
 pub mod tensorflow;
+#[cfg(test)]
+mod test_support;
 pub mod zip;
 
 use std::path::PathBuf;

@@ -5,8 +5,9 @@
 
 use serde_json::Value;
 
-use super::{sha256, tensor_bytes};
+use super::tensor_bytes;
 use crate::format::hdf5::open;
+use crate::format::test_support::sha256;
 
 fn manifest(folder: &str) -> (std::path::PathBuf, Value) {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -199,3 +199,35 @@ fn onnx_external_data_behind_a_symlink_out_of_the_folder_is_refused() {
         );
     }
 }
+
+/// A TensorFlow data shard whose bytes no longer match their CRC-32C:
+/// `info` (which reads no data) answers, the verbs that read it refuse.
+#[test]
+fn a_tensorflow_data_crc_mismatch_is_found_by_the_verbs_that_read_data() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let src = data_dir("tensorflow").join("tf_checkpoint");
+    for entry in std::fs::read_dir(&src).expect("folder") {
+        let entry = entry.expect("entry");
+        std::fs::copy(entry.path(), dir.path().join(entry.file_name())).expect("copy");
+    }
+    let shard = dir.path().join("ckpt-1.data-00000-of-00001");
+    let mut bytes = std::fs::read(&shard).expect("shard");
+    // The first tensor's first byte (every entry's data is CRC-checked).
+    bytes[0] ^= 0x55;
+    std::fs::write(&shard, bytes).expect("write");
+    let index = dir.path().join("ckpt-1.index");
+    let file = index.to_str().expect("utf-8");
+    let o = run(dir.path(), &["info", file]);
+    assert_eq!(o.code, 0, "{}", o.doc);
+    let o = run(dir.path(), &["validate", file]);
+    assert_eq!(o.code, 1, "{}", o.doc);
+    assert_eq!(o.doc["valid"], false);
+    assert_eq!(o.doc["error"]["kind"], "ChecksumMismatch", "{}", o.doc);
+    let out = dir.path().join("out.safetensors");
+    let o = run(
+        dir.path(),
+        &["resave", file, "-o", out.to_str().expect("utf-8")],
+    );
+    assert_eq!(o.code, 2, "{}", o.doc);
+    assert!(!out.exists(), "a refused resave leaves no file");
+}

@@ -5,6 +5,8 @@
 //! each block once while the bands it reaches are written, so memory is a
 //! band and the blocks that cross it, never the tensor.
 
+use rayon::prelude::*;
+
 use super::decode::{DecodeError, Sink};
 use crate::jobs::CancelToken;
 
@@ -22,8 +24,9 @@ pub struct Block<P> {
 }
 
 /// Decodes a block's piece into its bytes (C order of its stored shape,
-/// little-endian), appended to the buffer given.
-pub type ReadBlock<'a, P> = &'a mut dyn FnMut(&P, &mut Vec<u8>) -> Result<(), DecodeError>;
+/// little-endian), appended to the buffer given. Called from several
+/// threads at once: a band's blocks are decoded in parallel.
+pub type ReadBlock<'a, P> = &'a (dyn Fn(&P, &mut Vec<u8>) -> Result<(), DecodeError> + Sync);
 
 /// What [`check`] allows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -152,7 +155,7 @@ fn check_disjoint<P>(shape: &[u64], blocks: &[Block<P>]) -> Result<(), String> {
 /// bytes (C order of its stored shape, little-endian); elements no block
 /// covers are `fill` (one element's bytes). The blocks were [`check`]ed.
 #[allow(clippy::too_many_arguments)]
-pub fn assemble<P>(
+pub fn assemble<P: Sync>(
     shape: &[u64],
     element: usize,
     blocks: &[Block<P>],
@@ -161,6 +164,35 @@ pub fn assemble<P>(
     cancel: &CancelToken,
     sink: Sink<'_>,
 ) -> Result<(), DecodeError> {
+    let tensor = Tensor {
+        shape,
+        element,
+        fill,
+    };
+    assemble_in_bands(&tensor, blocks, MAX_BAND, read, cancel, sink)
+}
+
+/// The tensor [`assemble`] writes: its shape, element size and fill.
+struct Tensor<'a> {
+    shape: &'a [u64],
+    element: usize,
+    fill: &'a [u8],
+}
+
+/// [`assemble`] with bands of at most `max_band` bytes (at least a row).
+fn assemble_in_bands<P: Sync>(
+    tensor: &Tensor<'_>,
+    blocks: &[Block<P>],
+    max_band: u64,
+    read: ReadBlock<'_, P>,
+    cancel: &CancelToken,
+    sink: Sink<'_>,
+) -> Result<(), DecodeError> {
+    let Tensor {
+        shape,
+        element,
+        fill,
+    } = *tensor;
     let Some(numel) = volume(shape) else {
         return Err(DecodeError::invalid(
             "ShapeOverflow",
@@ -191,22 +223,11 @@ pub fn assemble<P>(
             ),
         ));
     }
-    let rows_per_band = (MAX_BAND / row_bytes.max(1)).max(1);
-    // Bands never straddle a block's first or last row, so each band asks
-    // only of the blocks that start before its end.
-    let mut cuts: Vec<u64> = blocks
-        .iter()
-        .flat_map(|b| {
-            let (s, t) = (
-                b.origin[0].min(shape[0]),
-                (b.origin[0] + b.shape[0]).min(shape[0]),
-            );
-            [s, t]
-        })
-        .chain([0, shape[0]])
-        .collect();
-    cuts.sort_unstable();
-    cuts.dedup();
+    let rows_per_band = (max_band / row_bytes.max(1)).max(1);
+    // Bands of whole rows; a block that starts in a band is decoded there
+    // (with the others that start in it, in parallel) and kept while it
+    // reaches past the band's end.
+    let cuts = [0, shape[0]];
     let mut order: Vec<usize> = (0..blocks.len()).collect();
     order.sort_by_key(|&i| blocks[i].origin[0]);
     let mut next = 0usize;
@@ -232,38 +253,63 @@ pub fn assemble<P>(
             for (i, bytes) in &open {
                 copy_into(&mut band, shape, element, (a, b), &blocks[*i], bytes);
             }
-            // Blocks that start in this band: decoded, copied, and kept only
-            // when they reach past it (memory: the band and the blocks that
+            // Blocks that start in this band: decoded a few at a time on
+            // every core, copied, and kept only when they reach past it
+            // (memory: the band, a group of blocks, and the blocks that
             // cross its end, never every block of a wide row).
-            while let Some(&i) = order.get(next) {
-                if blocks[i].origin[0] >= b {
-                    break;
+            let starting = order[next..]
+                .iter()
+                .take_while(|&&i| blocks[i].origin[0] < b)
+                .count();
+            for group in order[next..next + starting].chunks(AT_ONCE.max(1)) {
+                cancel.check()?;
+                let decoded: Vec<Result<(usize, Vec<u8>), DecodeError>> = group
+                    .par_iter()
+                    .map(|&i| decode_block(blocks, i, e, read))
+                    .collect();
+                for d in decoded {
+                    let (i, bytes) = d?;
+                    copy_into(&mut band, shape, element, (a, b), &blocks[i], &bytes);
+                    if blocks[i].origin[0] + blocks[i].shape[0] > b {
+                        open.push((i, bytes));
+                    }
                 }
-                let mut bytes = Vec::new();
-                read(&blocks[i].piece, &mut bytes)?;
-                let want = volume(&blocks[i].shape).unwrap_or(0).saturating_mul(e);
-                if bytes.len() as u64 != want {
-                    return Err(DecodeError::invalid(
-                        "BlockSize",
-                        format!(
-                            "block {i} decoded to {} bytes; its shape {:?} holds {want}",
-                            bytes.len(),
-                            blocks[i].shape
-                        ),
-                    ));
-                }
-                copy_into(&mut band, shape, element, (a, b), &blocks[i], &bytes);
-                if blocks[i].origin[0] + blocks[i].shape[0] > b {
-                    open.push((i, bytes));
-                }
-                next += 1;
             }
+            next += starting;
             sink(&band).map_err(DecodeError::Sink)?;
             open.retain(|(i, _)| blocks[*i].origin[0] + blocks[*i].shape[0] > b);
             a = b;
         }
     }
     Ok(())
+}
+
+/// Blocks decoded at once (in parallel) at most: a few a core.
+const AT_ONCE: usize = 8;
+
+/// Block `i` decoded and its length checked against its shape.
+fn decode_block<P>(
+    blocks: &[Block<P>],
+    i: usize,
+    element: u64,
+    read: ReadBlock<'_, P>,
+) -> Result<(usize, Vec<u8>), DecodeError> {
+    let mut bytes = Vec::new();
+    read(&blocks[i].piece, &mut bytes)?;
+    let want = volume(&blocks[i].shape)
+        .unwrap_or(0)
+        .saturating_mul(element);
+    if bytes.len() as u64 != want {
+        return Err(DecodeError::invalid(
+            "BlockSize",
+            format!(
+                "block {i} decoded to {} bytes; its shape {:?} holds {want}",
+                bytes.len(),
+                blocks[i].shape
+            ),
+        ));
+    }
+    Ok((i, bytes))
 }
 
 /// Copies the part of `block` (decoded as `bytes`) inside rows `[a, b)` of
@@ -376,13 +422,21 @@ mod tests {
     }
 
     fn run(shape: &[u64], blocks: &[Block<Vec<u8>>], fill: u8) -> Vec<u8> {
+        run_in_bands(shape, blocks, fill, MAX_BAND)
+    }
+
+    fn run_in_bands(shape: &[u64], blocks: &[Block<Vec<u8>>], fill: u8, max_band: u64) -> Vec<u8> {
         let mut out = Vec::new();
-        assemble(
+        let tensor = Tensor {
             shape,
-            1,
+            element: 1,
+            fill: &[fill],
+        };
+        assemble_in_bands(
+            &tensor,
             blocks,
-            &[fill],
-            &mut |p: &Vec<u8>, into: &mut Vec<u8>| {
+            max_band,
+            &|p: &Vec<u8>, into: &mut Vec<u8>| {
                 into.extend_from_slice(p);
                 Ok(())
             },
@@ -413,6 +467,25 @@ mod tests {
             let n = volume(&shape).unwrap();
             let want: Vec<u8> = (0..n).map(|k| (k % 251) as u8).collect();
             assert_eq!(run(&shape, &blocks, 0), want, "{shape:?} by {cut:?}");
+        }
+    }
+
+    #[test]
+    fn bands_that_cut_through_blocks_give_the_same_bytes() {
+        for (shape, cut) in [
+            (vec![7u64, 5], vec![3u64, 2]),
+            (vec![9, 4, 3], vec![4, 3, 2]),
+        ] {
+            let blocks = grid(&shape, &cut);
+            let row: u64 = shape[1..].iter().product();
+            let whole = run(&shape, &blocks, 0);
+            for rows in 1..=shape[0] {
+                assert_eq!(
+                    run_in_bands(&shape, &blocks, 0, rows * row),
+                    whole,
+                    "{shape:?} by {cut:?}, bands of {rows} rows"
+                );
+            }
         }
     }
 

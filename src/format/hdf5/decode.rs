@@ -159,7 +159,7 @@ impl Decode for Chunked {
             self.element,
             &self.blocks,
             &self.fill,
-            &mut |p, out| {
+            &|p, out| {
                 cancel.check()?;
                 self.read(file, p, out)
             },

@@ -161,7 +161,7 @@ impl Decode for Sliced {
             self.element,
             &self.blocks,
             &fill,
-            &mut |chunk: &Chunk, out: &mut Vec<u8>| chunk.read_into(files, out),
+            &|chunk: &Chunk, out: &mut Vec<u8>| chunk.read_into(files, out),
             cancel,
             sink,
         )

@@ -43,7 +43,7 @@ const MAX_PAIRWISE: usize = 4096;
 
 /// Bytes of the tensor written at once, at most (a band of leading rows;
 /// one row is always allowed up to [`MAX_ROW`]).
-pub const MAX_BAND: u64 = 64 << 20;
+pub const MAX_BAND: u64 = 8 << 20;
 
 /// The largest row (the elements under one leading index) a band may hold.
 pub const MAX_ROW: u64 = 256 << 20;

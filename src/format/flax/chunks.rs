@@ -9,7 +9,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use super::FlaxError;
-use super::ext::{self, MAX_RANK};
+use super::ext;
 use super::msgpack::Value;
 use crate::format::decode::{Data, Decode, DecodeError, Sink, Tensor};
 use crate::jobs::CancelToken;
@@ -102,22 +102,7 @@ pub fn tensor(
     let shape = shape.ok_or_else(|| bad("it has no \"shape\"".to_owned()))?;
     let chunks = chunks.ok_or_else(|| bad("it has no \"chunks\"".to_owned()))?;
     let dims = numbered(bytes, shape, "shape's keys", &bad)?;
-    if dims.len() > MAX_RANK {
-        return Err(bad(format!(
-            "its shape has {} dimensions, numpy's limit is {MAX_RANK}",
-            dims.len()
-        )));
-    }
-    let shape = dims
-        .iter()
-        .map(|d| match d {
-            Value::UInt(u) => Ok(*u),
-            other => Err(bad(format!(
-                "a dimension is {}, not a non-negative int",
-                other.type_name()
-            ))),
-        })
-        .collect::<Result<Vec<u64>, _>>()?;
+    let shape = ext::dims_of(&dims).map_err(bad)?;
     let parts = numbered(bytes, chunks, "chunks' keys", &bad)?;
     if parts.is_empty() {
         return Err(bad("it has no chunks".to_owned()));

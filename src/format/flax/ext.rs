@@ -31,6 +31,29 @@ pub struct Array {
     pub range: Range<u64>,
 }
 
+/// A shape's dimensions (an ndarray's, a chunked array's): at most
+/// [`MAX_RANK`], each a non-negative integer; else why not.
+pub fn dims_of(dims: &[&Value]) -> Result<Vec<u64>, String> {
+    if dims.len() > MAX_RANK {
+        return Err(format!(
+            "its shape has {} dimensions, numpy's limit is {MAX_RANK}",
+            dims.len()
+        ));
+    }
+    dims.iter()
+        .map(|d| match d {
+            Value::UInt(u) => Ok(*u),
+            other => Err(format!(
+                "a dimension is {}, not a non-negative int",
+                match other {
+                    Value::Int(i) => i.to_string(),
+                    v => v.type_name().to_owned(),
+                }
+            )),
+        })
+        .collect()
+}
+
 /// The dtype a Flax dtype name (numpy's `dtype.name`) stands for.
 pub fn dtype_of(name: &[u8]) -> Option<Dtype> {
     Some(match name {
@@ -114,25 +137,8 @@ pub fn ndarray(
             shape.type_name()
         )));
     };
-    if dims.len() > MAX_RANK {
-        return Err(bad(format!(
-            "its shape has {} dimensions, numpy's limit is {MAX_RANK}",
-            dims.len()
-        )));
-    }
-    let shape = dims
-        .iter()
-        .map(|d| match d {
-            Value::UInt(u) => Ok(*u),
-            other => Err(bad(format!(
-                "a dimension is {}, not a non-negative int",
-                match other {
-                    Value::Int(i) => i.to_string(),
-                    v => v.type_name().to_owned(),
-                }
-            ))),
-        })
-        .collect::<Result<Vec<u64>, _>>()?;
+    let dims: Vec<&Value> = dims.iter().collect();
+    let shape = dims_of(&dims).map_err(bad)?;
     let (Value::Str(dname) | Value::Bin(dname)) = dtype else {
         return Err(bad(format!(
             "its dtype name is {}, not a string",

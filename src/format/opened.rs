@@ -303,6 +303,29 @@ pub(crate) fn fetch_whole(path: &Path, source: &Source, max: u64) -> Result<(), 
         })
 }
 
+/// A container of one local file (HDF5, Flax): refused over HTTP, else its
+/// bytes read by `read` into the model; `read`'s error is its
+/// `(kind, message, tensor)`.
+pub(crate) fn open_local_file(
+    o: super::containers::Opening,
+    container: &'static super::containers::Container,
+    read: impl FnOnce(&[u8]) -> Result<Opened, (&'static str, String, Option<String>)>,
+) -> Result<StoredFile, LoadError> {
+    let super::containers::Opening { path, source, .. } = o;
+    if source.remote().is_some() {
+        return Err(remote_unsupported(&path, container.label));
+    }
+    let opened = read(source.bytes())
+        .map_err(|(kind, message, tensor)| refusal(&path, kind, message, tensor.as_deref()))?;
+    into_file(
+        path,
+        source,
+        ContainerKind::of(container),
+        opened,
+        Vec::new(),
+    )
+}
+
 /// The refusal of a container that is not read over HTTP.
 pub(crate) fn remote_unsupported(path: &Path, what: &str) -> LoadError {
     LoadError::Remote {

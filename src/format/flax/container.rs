@@ -1,8 +1,8 @@
 //! Flax in the table of containers: a msgpack map named `.msgpack`.
 
 use crate::format::LoadError;
-use crate::format::containers::{Container, ContainerKind, Opening, Probe};
-use crate::format::opened::{into_file, refusal, remote_unsupported};
+use crate::format::containers::{Container, Opening, Probe};
+use crate::format::opened::{open_local_file, refusal};
 
 /// Flax's entry.
 pub(crate) const CONTAINER: Container = Container {
@@ -27,17 +27,7 @@ pub(crate) const CONTAINER: Container = Container {
 };
 
 fn open(o: Opening) -> Result<crate::format::StoredFile, LoadError> {
-    let Opening { path, source, .. } = o;
-    if source.remote().is_some() {
-        return Err(remote_unsupported(&path, "Flax"));
-    }
-    let opened = super::open(source.bytes())
-        .map_err(|e| refusal(&path, e.kind(), e.to_string(), e.tensor()))?;
-    into_file(
-        path,
-        source,
-        ContainerKind::of(&CONTAINER),
-        opened,
-        Vec::new(),
-    )
+    open_local_file(o, &CONTAINER, |bytes| {
+        super::open(bytes).map_err(|e| (e.kind(), e.to_string(), e.tensor().map(str::to_owned)))
+    })
 }

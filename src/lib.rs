@@ -12,6 +12,10 @@
 //! (`gui`, behind the default `gui` feature) are two faces over it.
 
 pub mod arch;
+/// The command line's verbs and their documents, shared by the
+/// `tensorscope` binary and the Python module (one serializer for both).
+#[doc(hidden)]
+pub mod cli;
 pub mod diff;
 pub mod dtype;
 pub mod export;
@@ -22,6 +26,8 @@ pub mod gui;
 pub mod jobs;
 mod mem;
 pub mod platform;
+#[cfg(feature = "python")]
+mod python;
 pub mod quant;
 pub mod resave;
 pub mod series;

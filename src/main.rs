@@ -6,20 +6,11 @@
 //! registry opens files with `tensorscope-gui.exe` (`src/gui_main.rs`), a
 //! program with no console.
 
-mod cli;
-
-use cli::Launch;
+use tensorscope::cli;
 
 fn main() {
     ignore_file_size_signal();
-    let code = match cli::parse(std::env::args_os()) {
-        Launch::Verb(verb) => cli::run_verb(verb),
-        Launch::Explorer(args) => explorer(args),
-        Launch::InstallDesktop => cli::install_desktop(),
-        Launch::UninstallDesktop => cli::uninstall_desktop(),
-        Launch::Exit(code) => code,
-    };
-    std::process::exit(code);
+    std::process::exit(cli::main(std::env::args_os()));
 }
 
 /// A write past the file-size limit (`ulimit -f`) then fails with EFBIG,
@@ -40,21 +31,3 @@ fn ignore_file_size_signal() {
 
 #[cfg(not(unix))]
 fn ignore_file_size_signal() {}
-
-#[cfg(feature = "gui")]
-fn explorer(args: cli::ExplorerArgs) -> i32 {
-    // Started by a double-click on the console program (Windows made a
-    // console window for it): that window goes, the explorer's stays.
-    #[cfg(windows)]
-    tensorscope::platform::windows::leave_own_console();
-    tensorscope::gui::run(args.files, args.demo, args.compare, args.series)
-}
-
-#[cfg(not(feature = "gui"))]
-fn explorer(_: cli::ExplorerArgs) -> i32 {
-    eprintln!(
-        "tensorscope: this build has no desktop explorer (built without the `gui` feature); \
-         run a verb instead (tensorscope --help)"
-    );
-    cli::EXIT_ERROR
-}

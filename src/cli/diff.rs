@@ -9,11 +9,11 @@ use serde::Serialize;
 
 use super::output::{Output, display_name, report_error, with_progress_bar};
 use super::{Common, EXIT_ERROR, EXIT_NO, EXIT_OK};
-use tensorscope::diff::{DiffError, DiffOptions, DiffReport, Status, diff};
-use tensorscope::format::Checkpoint;
-use tensorscope::jobs::{CancelToken, Progress};
-use tensorscope::resave::parse_pair;
-use tensorscope::text::fmt_value;
+use crate::diff::{DiffError, DiffOptions, DiffReport, Status, diff};
+use crate::format::Checkpoint;
+use crate::jobs::{CancelToken, Progress};
+use crate::resave::parse_pair;
+use crate::text::fmt_value;
 
 /// `tensorscope diff A B`.
 #[derive(Debug, Args)]
@@ -217,7 +217,7 @@ pub fn parse_renames(items: &[String]) -> Result<Vec<(String, String)>, String> 
 }
 
 /// Runs `diff` and returns its exit code (0 same, 1 different, 2 error).
-pub fn run(args: &DiffArgs, out: &mut Output) -> i32 {
+pub fn run(args: &DiffArgs, out: &mut Output, cancel: &CancelToken) -> i32 {
     let renames = match parse_renames(&args.rename) {
         Ok(r) => r,
         Err(e) => {
@@ -227,11 +227,12 @@ pub fn run(args: &DiffArgs, out: &mut Output) -> i32 {
                         kind: "Usage".into(),
                         message: e.clone(),
                         path: None,
+                        globals: Vec::new(),
                     }
                     .wrapped(),
                 );
             }
-            eprintln!("tensorscope: {e}");
+            say!("tensorscope: {e}");
             return EXIT_ERROR;
         }
     };
@@ -254,7 +255,7 @@ pub fn run(args: &DiffArgs, out: &mut Output) -> i32 {
     let started = Instant::now();
     let progress = Progress::new();
     let result = with_progress_bar(&progress, started, || {
-        diff(&a, &b, &options, &CancelToken::new(), &progress)
+        diff(&a, &b, &options, cancel, &progress)
     });
     let mut report = match result {
         Ok(r) => r,
@@ -264,6 +265,7 @@ pub fn run(args: &DiffArgs, out: &mut Output) -> i32 {
                 kind: "Cancelled".into(),
                 message: "the diff was cancelled".into(),
                 path: None,
+                globals: Vec::new(),
             };
             return super::output::fail(out, args.common.json, &doc);
         }

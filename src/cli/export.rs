@@ -16,12 +16,12 @@ use super::output::{
     with_progress_bar,
 };
 use super::{Common, EXIT_OK};
-use tensorscope::export::{
+use crate::export::{
     Encoding, ExportError, ExportFormat, ExportOptions, ExportReport, PngReport, SizeLimit,
     export_logical, export_tensor,
 };
-use tensorscope::format::Checkpoint;
-use tensorscope::jobs::{CancelToken, Progress};
+use crate::format::Checkpoint;
+use crate::jobs::{CancelToken, Progress};
 
 /// `tensorscope export FILE TENSOR -o OUT`.
 #[derive(Debug, Args)]
@@ -116,12 +116,13 @@ pub fn export_error_doc(e: &ExportError) -> ErrorDoc {
         kind: e.kind().to_owned(),
         message: e.to_string(),
         path: e.path().map(path_string),
+        globals: Vec::new(),
     }
 }
 
 /// Runs `export` and returns its exit code (0 written, 2 otherwise: the
 /// target is then unchanged).
-pub fn run(args: &ExportArgs, out: &mut Output) -> i32 {
+pub fn run(args: &ExportArgs, out: &mut Output, cancel: &CancelToken) -> i32 {
     let json = args.common.json;
     // An unknown extension is a usage error: say so before opening anything.
     if let Err(e) = ExportFormat::from_path(&args.output) {
@@ -138,7 +139,7 @@ pub fn run(args: &ExportArgs, out: &mut Output) -> i32 {
     let quant = if stored_bytes && !args.dequant {
         None
     } else {
-        tensorscope::quant::for_values(&ck, args.dequant)
+        crate::quant::for_values(&ck, args.dequant)
     };
     let logical = quant.as_ref().and_then(|q| q.find(&args.tensor));
     let stored = ck.find(&args.tensor);
@@ -147,6 +148,7 @@ pub fn run(args: &ExportArgs, out: &mut Output) -> i32 {
             kind: "UnknownTensor".into(),
             message: format!("no tensor named {}", display_name(&args.tensor)),
             path: Some(path_string(ck.path())),
+            globals: Vec::new(),
         };
         return fail(out, json, &doc);
     };
@@ -165,11 +167,10 @@ pub fn run(args: &ExportArgs, out: &mut Output) -> i32 {
         ..ExportOptions::default()
     };
     let progress = Progress::new();
-    let cancel = CancelToken::new();
     let started = Instant::now();
     let result = with_progress_bar(&progress, started, || match logical {
-        Some(lt) => export_logical(&ck, lt, &args.output, &opts, &cancel, &progress),
-        None => export_tensor(&ck, t, &args.output, &opts, &cancel, &progress),
+        Some(lt) => export_logical(&ck, lt, &args.output, &opts, cancel, &progress),
+        None => export_tensor(&ck, t, &args.output, &opts, cancel, &progress),
     });
     match result {
         Ok(report) => {

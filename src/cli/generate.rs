@@ -29,7 +29,7 @@ pub fn long_version() -> String {
         "{}\ncommit: {}\nvector instructions (chosen at run time): {}\ntarget: {} {}",
         env!("CARGO_PKG_VERSION"),
         env!("TENSORSCOPE_COMMIT"),
-        tensorscope::stats::vector_sets().join(", "),
+        crate::stats::vector_sets().join(", "),
         std::env::consts::ARCH,
         std::env::consts::OS,
     )
@@ -98,7 +98,7 @@ fn write_stdout(bytes: &[u8]) -> i32 {
     let mut stdout = std::io::stdout().lock();
     match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
         Ok(()) => EXIT_OK,
-        Err(e) if tensorscope::platform::pipe::reader_closed(&e) => EXIT_OK,
+        Err(e) if crate::platform::pipe::reader_closed(&e) => EXIT_OK,
         Err(e) => {
             eprintln!("tensorscope: cannot write to stdout: {e}");
             EXIT_ERROR

@@ -7,8 +7,8 @@ use serde::Serialize;
 use super::output::{Output, display_name, group_digits, path_string, report_error};
 use super::quant_doc::QuantDoc;
 use super::{EXIT_OK, InfoArgs};
-use tensorscope::format::stored::ByteOrder;
-use tensorscope::format::{Checkpoint, CheckpointKind, Warning};
+use crate::format::stored::ByteOrder;
+use crate::format::{Checkpoint, CheckpointKind, Warning};
 
 /// One tensor in `info --json`.
 #[derive(Debug, Serialize)]
@@ -153,7 +153,7 @@ fn pickle_doc(ck: &Checkpoint) -> Option<PickleDoc> {
     })
 }
 
-fn metadata_json(file: &tensorscope::format::StoredFile) -> serde_json::Value {
+fn metadata_json(file: &crate::format::StoredFile) -> serde_json::Value {
     file.metadata_values()
         .map_or(serde_json::Value::Null, serde_json::Value::Object)
 }
@@ -264,7 +264,7 @@ impl InfoDoc {
             tensors,
             shards,
             warnings: ck.warnings().to_vec(),
-            quantization: tensorscope::quant::detect(ck).map(|q| QuantDoc::new(ck, &q)),
+            quantization: crate::quant::detect(ck).map(|q| QuantDoc::new(ck, &q)),
             pickle: pickle_doc(ck),
             gguf: ck
                 .shards()

@@ -2,12 +2,32 @@
 //! that runs headless. It uses the library only, never the explorer. Exit codes are a contract (DESIGN.md): 0 success, 1 the
 //! answer is "no", 2 an error.
 
+/// `eprintln!`, unless the verbs' messages are silenced
+/// ([`output::set_quiet`]: the Python module, whose callers get the
+/// document or an exception instead).
+macro_rules! say {
+    ($($t:tt)*) => {
+        if !$crate::cli::output::quiet() {
+            eprintln!($($t)*);
+        }
+    };
+}
+
+/// `eprint!`, unless the verbs' messages are silenced.
+macro_rules! say_part {
+    ($($t:tt)*) => {
+        if !$crate::cli::output::quiet() {
+            eprint!($($t)*);
+        }
+    };
+}
+
 mod diff;
 mod export;
 mod generate;
 mod info;
 mod json;
-mod output;
+pub mod output;
 mod quant_doc;
 mod resave;
 mod series;
@@ -17,11 +37,11 @@ mod validate;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use tensorscope::platform::desktop;
+use crate::platform::desktop;
 
 use clap::{Args, Parser, Subcommand};
 
-use tensorscope::dtype::decode::BitOrder;
+use crate::dtype::decode::BitOrder;
 
 pub use export::ExportArgs;
 pub use output::{ErrorDoc, Output};
@@ -218,18 +238,65 @@ where
     }
 }
 
+/// The `metadata` object of `info --json` for an opened checkpoint.
+pub fn info_metadata(ck: &crate::format::Checkpoint) -> serde_json::Value {
+    info::InfoDoc::new(ck).metadata
+}
+
+/// The whole command line: parses `args` (the program's name first), then
+/// runs a verb, the desktop explorer or the desktop integration; returns
+/// the exit code. The `tensorscope` binary and the Python module's
+/// `tensorscope` command both run this.
+pub fn main<I, T>(args: I) -> i32
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    match parse(args) {
+        Launch::Verb(verb) => run_verb(verb),
+        Launch::Explorer(args) => explorer(args),
+        Launch::InstallDesktop => install_desktop(),
+        Launch::UninstallDesktop => uninstall_desktop(),
+        Launch::Exit(code) => code,
+    }
+}
+
+#[cfg(feature = "gui")]
+fn explorer(args: ExplorerArgs) -> i32 {
+    // Started by a double-click on the console program (Windows made a
+    // console window for it): that window goes, the explorer's stays.
+    #[cfg(windows)]
+    crate::platform::windows::leave_own_console();
+    crate::gui::run(args.files, args.demo, args.compare, args.series)
+}
+
+#[cfg(not(feature = "gui"))]
+fn explorer(_: ExplorerArgs) -> i32 {
+    eprintln!(
+        "tensorscope: this build has no desktop explorer (built without the `gui` feature); \
+         run a verb instead (tensorscope --help)"
+    );
+    EXIT_ERROR
+}
+
 /// Runs a verb, writing its result on stdout; returns the exit code (2
 /// when stdout could not be written, whatever the verb's answer).
 pub fn run_verb(verb: Verb) -> i32 {
     let mut out = Output::stdout();
+    run_verb_to(verb, &mut out, &crate::jobs::CancelToken::new())
+}
+
+/// Runs a verb, writing its result to `out`, stopping early when `cancel`
+/// is set; returns the exit code (2 when `out` could not be written).
+pub fn run_verb_to(verb: Verb, out: &mut Output, cancel: &crate::jobs::CancelToken) -> i32 {
     let code = match verb {
-        Verb::Info(a) => info::run(&a, &mut out),
-        Verb::Validate(a) => validate::run(&a, &mut out),
-        Verb::Stats(a) => stats::run(&a, &mut out),
-        Verb::Diff(a) => diff::run(&a, &mut out),
-        Verb::Series(a) => series::run(&a, &mut out),
-        Verb::Export(a) => export::run(&a, &mut out),
-        Verb::Resave(a) => resave::run(&a, &mut out),
+        Verb::Info(a) => info::run(&a, out),
+        Verb::Validate(a) => validate::run(&a, out, cancel),
+        Verb::Stats(a) => stats::run(&a, out, cancel),
+        Verb::Diff(a) => diff::run(&a, out, cancel),
+        Verb::Series(a) => series::run(&a, out, cancel),
+        Verb::Export(a) => export::run(&a, out, cancel),
+        Verb::Resave(a) => resave::run(&a, out, cancel),
         Verb::Completions(a) => generate::completions(&a),
         Verb::Man => generate::man(),
     };
@@ -252,7 +319,7 @@ fn print_report(report: &desktop::Report) {
 /// opens, for the current user.
 pub fn install_desktop() -> i32 {
     let exe = match std::env::current_exe().and_then(std::fs::canonicalize) {
-        Ok(p) => tensorscope::platform::paths::for_people(&p),
+        Ok(p) => crate::platform::paths::for_people(&p),
         Err(e) => {
             eprintln!("tensorscope: cannot find this program's path: {e}");
             return EXIT_ERROR;
@@ -309,6 +376,7 @@ fn usage_error(e: &clap::Error, args: &[OsString]) -> i32 {
             kind: "Usage".into(),
             message,
             path: None,
+            globals: Vec::new(),
         };
         Output::stdout().json(&doc.wrapped());
     }

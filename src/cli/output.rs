@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use tensorscope::format::LoadError;
-use tensorscope::jobs::Progress;
+use crate::format::LoadError;
+use crate::jobs::Progress;
 
 /// Where a verb writes its result.
 ///
@@ -25,6 +25,21 @@ pub struct Output {
     /// A write failed for another reason than a closed pipe (a full disk):
     /// the verb's result did not arrive, so it must exit 2.
     failed: bool,
+}
+
+/// Set while the verbs' messages on stderr are silenced.
+static QUIET: AtomicBool = AtomicBool::new(false);
+
+/// Silences (or restores) the verbs' messages and progress bars on stderr,
+/// for the whole process: the Python module's callers get the document or
+/// an exception instead, and its `tensorscope` command restores them.
+pub fn set_quiet(quiet: bool) {
+    QUIET.store(quiet, Ordering::Relaxed);
+}
+
+/// True while the verbs' messages on stderr are silenced.
+pub fn quiet() -> bool {
+    QUIET.load(Ordering::Relaxed)
 }
 
 /// The longest a written piece waits in the buffer of a pipe or file.
@@ -51,8 +66,8 @@ impl Output {
         }
     }
 
-    /// Any writer (tests capture what a verb writes this way).
-    #[cfg(test)]
+    /// Any writer (tests and the Python module capture what a verb writes
+    /// this way).
     pub fn to_writer(sink: Box<dyn Write>) -> Self {
         Self::new(sink, false)
     }
@@ -89,9 +104,9 @@ impl Output {
     fn check(&mut self, result: io::Result<()>) {
         if let Err(e) = result {
             self.closed = true;
-            if !tensorscope::platform::pipe::reader_closed(&e) {
+            if !crate::platform::pipe::reader_closed(&e) {
                 self.failed = true;
-                eprintln!("tensorscope: cannot write output: {e}");
+                say!("tensorscope: cannot write output: {e}");
             }
         }
     }
@@ -106,7 +121,7 @@ impl Output {
             }
             Err(e) => {
                 self.failed = true;
-                eprintln!("tensorscope: cannot encode JSON: {e}");
+                say!("tensorscope: cannot encode JSON: {e}");
             }
         }
     }
@@ -121,6 +136,9 @@ pub struct ErrorDoc {
     pub message: String,
     /// The path concerned, if any.
     pub path: Option<String>,
+    /// For `UnsafePickle`: the globals the pickle would import (none are).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub globals: Vec<String>,
 }
 
 /// The wrapper object of an [`ErrorDoc`].
@@ -137,6 +155,7 @@ impl ErrorDoc {
             kind: e.kind().to_owned(),
             message: e.message(),
             path: Some(path_string(e.path())),
+            globals: e.unsafe_globals().to_vec(),
         }
     }
 
@@ -157,7 +176,7 @@ pub fn report_error(out: &mut Output, json: bool, e: &LoadError) -> i32 {
     if json {
         out.json(&ErrorDoc::from_load(e).wrapped());
     }
-    eprintln!("tensorscope: {e}");
+    say!("tensorscope: {e}");
     super::EXIT_ERROR
 }
 
@@ -167,7 +186,7 @@ pub fn fail(out: &mut Output, json: bool, doc: &ErrorDoc) -> i32 {
     if json {
         out.json(&doc.wrapped());
     }
-    eprintln!("tensorscope: {}", doc.message);
+    say!("tensorscope: {}", doc.message);
     super::EXIT_ERROR
 }
 
@@ -185,7 +204,7 @@ pub fn with_progress_bar<T>(progress: &Progress, started: Instant, work: impl Fn
     }
     let done = AtomicBool::new(false);
     std::thread::scope(|s| {
-        if io::stderr().is_terminal() {
+        if !quiet() && io::stderr().is_terminal() {
             s.spawn(|| progress_bar(progress, &done, started));
         }
         let _stop = Stop(&done);
@@ -214,7 +233,7 @@ fn progress_bar(progress: &Progress, done: &AtomicBool, started: Instant) {
             0 => String::new(),
             n => format!(" fetched {:.2} GB", n as f64 / 1e9),
         };
-        eprint!(
+        say_part!(
             "\r[{}{}] {:5.1}%  {:.2} / {:.2} GB  {:.2} GB/s{fetched} ",
             "#".repeat(filled),
             " ".repeat(WIDTH - filled),
@@ -226,9 +245,9 @@ fn progress_bar(progress: &Progress, done: &AtomicBool, started: Instant) {
         shown = true;
     }
     if shown {
-        eprint!("\r{}\r", " ".repeat(WIDTH + 64));
+        say_part!("\r{}\r", " ".repeat(WIDTH + 64));
     }
 }
 
 pub use super::json::pretty_at;
-pub use tensorscope::text::{display_name, group_digits};
+pub use crate::text::{display_name, group_digits};

@@ -7,8 +7,8 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::output::{display_name, path_string};
-use tensorscope::format::Checkpoint;
-use tensorscope::quant::Quantization;
+use crate::format::Checkpoint;
+use crate::quant::Quantization;
 
 /// One logical tensor.
 #[derive(Debug, Serialize)]

@@ -18,11 +18,11 @@ use super::output::{
     with_progress_bar,
 };
 use super::{Common, EXIT_OK};
-use tensorscope::dtype::Dtype;
-use tensorscope::dtype::convert::{ConversionCounts, Overflow};
-use tensorscope::format::Checkpoint;
-use tensorscope::jobs::{CancelToken, Progress};
-use tensorscope::resave::{
+use crate::dtype::Dtype;
+use crate::dtype::convert::{ConversionCounts, Overflow};
+use crate::format::Checkpoint;
+use crate::jobs::{CancelToken, Progress};
+use crate::resave::{
     MetadataEdit, ResaveError, ResaveOptions, ResaveReport, TensorConversion, parse_pair,
     parse_size, resave,
 };
@@ -204,6 +204,7 @@ fn usage(message: String) -> ErrorDoc {
         kind: "Usage".into(),
         message,
         path: None,
+        globals: Vec::new(),
     }
 }
 
@@ -245,7 +246,7 @@ fn options(args: &ResaveArgs) -> Result<ResaveOptions, ErrorDoc> {
         let to = parse(to)?;
         if from.trim() == "*" {
             conversions.extend(
-                tensorscope::dtype::convert::CONVERT_FROM
+                crate::dtype::convert::CONVERT_FROM
                     .into_iter()
                     .filter(|&f| f != to)
                     .map(|f| (f, to)),
@@ -283,11 +284,12 @@ pub fn resave_error_doc(e: &ResaveError) -> ErrorDoc {
         kind: e.kind().to_owned(),
         message: e.to_string(),
         path: e.path().map(path_string),
+        globals: Vec::new(),
     }
 }
 
 /// Runs `resave` and returns its exit code (0 written, 2 otherwise).
-pub fn run(args: &ResaveArgs, out: &mut Output) -> i32 {
+pub fn run(args: &ResaveArgs, out: &mut Output, cancel: &CancelToken) -> i32 {
     let json = args.common.json;
     let opts = match options(args) {
         Ok(o) => o,
@@ -298,10 +300,9 @@ pub fn run(args: &ResaveArgs, out: &mut Output) -> i32 {
         Err(e) => return report_error(out, json, &e),
     };
     let progress = Progress::new();
-    let cancel = CancelToken::new();
     let started = Instant::now();
     let result = with_progress_bar(&progress, started, || {
-        resave(&ck, &args.output, &opts, &cancel, &progress)
+        resave(&ck, &args.output, &opts, cancel, &progress)
     });
     match result {
         Ok(report) => {

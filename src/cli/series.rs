@@ -9,9 +9,9 @@ use clap::Args;
 
 use super::output::{ErrorDoc, Output, display_name, fail, with_progress_bar};
 use super::{Common, EXIT_OK};
-use tensorscope::jobs::{CancelToken, Progress};
-use tensorscope::series::{SeriesError, SeriesOptions, SeriesReport, TensorSeries, series};
-use tensorscope::text::fmt_value;
+use crate::jobs::{CancelToken, Progress};
+use crate::series::{SeriesError, SeriesOptions, SeriesReport, TensorSeries, series};
+use crate::text::fmt_value;
 
 /// `tensorscope series PATH...`.
 #[derive(Debug, Args)]
@@ -126,7 +126,7 @@ fn text(report: &SeriesReport) -> String {
 }
 
 /// Runs `series`; returns its exit code (0, or 2 on an error).
-pub fn run(args: &SeriesArgs, out: &mut Output) -> i32 {
+pub fn run(args: &SeriesArgs, out: &mut Output, cancel: &CancelToken) -> i32 {
     let regex = match args
         .tensor_regex
         .as_deref()
@@ -139,6 +139,7 @@ pub fn run(args: &SeriesArgs, out: &mut Output) -> i32 {
                 kind: "Usage".into(),
                 message: format!("invalid --tensor-regex: {e}"),
                 path: None,
+                globals: Vec::new(),
             };
             return fail(out, args.common.json, &doc);
         }
@@ -148,12 +149,12 @@ pub fn run(args: &SeriesArgs, out: &mut Output) -> i32 {
     };
     let progress = Progress::new();
     let result = with_progress_bar(&progress, Instant::now(), || {
-        series(&args.paths, &options, &CancelToken::new(), &progress)
+        series(&args.paths, &options, cancel, &progress)
     });
     match result {
         Ok(report) => {
             for note in &report.notes {
-                eprintln!("tensorscope: note: {note}");
+                say!("tensorscope: note: {note}");
             }
             if args.common.json {
                 out.json(&report);
@@ -171,5 +172,6 @@ fn error_doc(e: &SeriesError) -> ErrorDoc {
         kind: e.kind().into(),
         message: e.to_string(),
         path: e.path().map(|p| p.to_string_lossy().into_owned()),
+        globals: Vec::new(),
     }
 }

@@ -17,14 +17,14 @@ use serde::Serialize;
 
 use super::output::{ErrorDoc, Output, display_name, path_string, report_error, with_progress_bar};
 use super::{Common, EXIT_ERROR, EXIT_NO, EXIT_OK};
-use stream::Streamed;
-use tensorscope::format::{Checkpoint, TensorRef};
-use tensorscope::jobs::{CancelToken, Progress};
-use tensorscope::quant::{LogicalTensor, Quantization};
-use tensorscope::stats::{
+use crate::format::{Checkpoint, TensorRef};
+use crate::jobs::{CancelToken, Progress};
+use crate::quant::{LogicalTensor, Quantization};
+use crate::stats::{
     DEFAULT_BINS, Detail, MAX_BINS, StatsError, StatsOptions, Summary, TensorStats,
     scan_dequant_each, scan_each,
 };
+use stream::Streamed;
 
 /// `tensorscope stats FILE`.
 #[derive(Debug, Args)]
@@ -154,20 +154,20 @@ pub struct StatsDoc<'a> {
 
 /// Runs `stats` and returns its exit code (0, or 2 when a file cannot be
 /// read).
-pub fn run(args: &StatsArgs, out: &mut Output) -> i32 {
+pub fn run(args: &StatsArgs, out: &mut Output, cancel: &CancelToken) -> i32 {
     let json = args.common.json;
     let ck = match Checkpoint::open_readable(&args.file) {
         Ok(ck) => ck,
         Err(e) => return report_error(out, json, &e),
     };
-    let quant = tensorscope::quant::for_values(&ck, args.dequant);
+    let quant = crate::quant::for_values(&ck, args.dequant);
     let selection = match select(&ck, quant.as_ref(), args) {
         Ok(s) => s,
         Err(doc) => {
             if json {
                 out.json(&doc.wrapped());
             }
-            eprintln!("tensorscope: {}", doc.message);
+            say!("tensorscope: {}", doc.message);
             return EXIT_ERROR;
         }
     };
@@ -183,15 +183,14 @@ pub fn run(args: &StatsArgs, out: &mut Output) -> i32 {
     };
     let started = Instant::now();
     let progress = Progress::new();
-    let cancel = CancelToken::new();
     // The document is written tensor by tensor as the scan goes, so its
     // size does not bound what fits in memory.
     let mut doc = Streamed::new(json, path_string(ck.path()), args.bins);
     let result = with_progress_bar(&progress, started, || match &quant {
-        Some(q) => scan_dequant_each(&ck, q, &selection, &options, &cancel, &progress, &mut |e| {
+        Some(q) => scan_dequant_each(&ck, q, &selection, &options, cancel, &progress, &mut |e| {
             doc.entry(out, e);
         }),
-        None => scan_each(&ck, &selection, &options, &cancel, &progress, &mut |t| {
+        None => scan_each(&ck, &selection, &options, cancel, &progress, &mut |t| {
             doc.tensor(out, t);
         }),
     });
@@ -210,6 +209,7 @@ pub fn run(args: &StatsArgs, out: &mut Output) -> i32 {
                 kind: kind.into(),
                 message,
                 path: Some(path_string(ck.path())),
+                globals: Vec::new(),
             };
             if doc.started() {
                 return doc.fail(out, &error);
@@ -217,7 +217,7 @@ pub fn run(args: &StatsArgs, out: &mut Output) -> i32 {
             if json {
                 out.json(&error.wrapped());
             }
-            eprintln!("tensorscope: {}", error.message);
+            say!("tensorscope: {}", error.message);
             return EXIT_ERROR;
         }
     };
@@ -242,6 +242,7 @@ fn select(
             kind: "Usage".into(),
             message: format!("invalid --tensor-regex: {e}"),
             path: None,
+            globals: Vec::new(),
         })?),
         None => None,
     };
@@ -252,6 +253,7 @@ fn select(
                 kind: "UnknownTensor".into(),
                 message: format!("no tensor named {}", display_name(name)),
                 path,
+                globals: Vec::new(),
             });
         }
     }

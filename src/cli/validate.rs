@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::output::{Output, display_name, path_string, report_error};
 use super::{EXIT_NO, EXIT_OK, ValidateArgs};
-use tensorscope::format::{Checkpoint, LoadError, Warning};
+use crate::format::{Checkpoint, LoadError, Warning};
 
 /// Why a file is invalid, in `validate --json`.
 #[derive(Debug, Serialize)]
@@ -76,9 +76,9 @@ impl ValidateDoc {
                     _ => None,
                 },
                 detected_format: format
-                    .and_then(tensorscope::format::FormatError::detected_format)
-                    .map(tensorscope::format::ForeignFormat::id),
-                rule: format.map(tensorscope::format::FormatError::rule),
+                    .and_then(crate::format::FormatError::detected_format)
+                    .map(crate::format::ForeignFormat::id),
+                rule: format.map(crate::format::FormatError::rule),
                 globals: e.unsafe_globals().to_vec(),
             }),
             warnings: Vec::new(),
@@ -106,10 +106,10 @@ impl ValidateDoc {
 
 /// Runs `validate` and returns its exit code (0 valid, 1 invalid, 2 when
 /// the file cannot be read).
-pub fn run(args: &ValidateArgs, out: &mut Output) -> i32 {
+pub fn run(args: &ValidateArgs, out: &mut Output, cancel: &crate::jobs::CancelToken) -> i32 {
     let opened = Checkpoint::open(&args.file).and_then(|ck| {
         ck.readable()?;
-        ck.verify_data(&tensorscope::jobs::CancelToken::default())?;
+        ck.verify_data(cancel)?;
         Ok(ck)
     });
     let (doc, code) = match opened {

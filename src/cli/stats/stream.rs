@@ -12,7 +12,7 @@ use super::{FailOn, FailOnDoc};
 use crate::cli::EXIT_ERROR;
 use crate::cli::json::JsonBuf;
 use crate::cli::output::{ErrorDoc, Output, display_name, pretty_at};
-use tensorscope::stats::{Entry, Summary, TensorStats};
+use crate::stats::{Entry, Summary, TensorStats};
 
 /// The output of `stats`, written as the tensors arrive: the same bytes as
 /// the whole [`super::StatsDoc`] pretty-printed (or the text report), one
@@ -158,7 +158,7 @@ impl Streamed {
                     for e in run {
                         json.raw(b",\n    ");
                         if let Err(e) = json.pretty(e, 2) {
-                            eprintln!("tensorscope: cannot encode JSON: {e}");
+                            say!("tensorscope: cannot encode JSON: {e}");
                         }
                     }
                     (run.len(), json)
@@ -176,7 +176,7 @@ impl Streamed {
             return;
         };
         let Ok(encoded) = receive.recv() else {
-            eprintln!("tensorscope: cannot encode JSON: the encoder stopped");
+            say!("tensorscope: cannot encode JSON: the encoder stopped");
             return;
         };
         for (tensors, mut json) in encoded {
@@ -210,7 +210,7 @@ impl Streamed {
         let _ = write!(s, ",\n  \"{key}\": ");
         let mut buf = s.into_bytes();
         if let Err(e) = pretty_at(&mut buf, value, 1) {
-            eprintln!("tensorscope: cannot encode JSON: {e}");
+            say!("tensorscope: cannot encode JSON: {e}");
         }
         buf.extend_from_slice(b"\n}\n");
         buf
@@ -267,7 +267,7 @@ impl Streamed {
         if self.json {
             out.bytes(&self.close("error", error));
         }
-        eprintln!("tensorscope: {}", error.message);
+        say!("tensorscope: {}", error.message);
         EXIT_ERROR
     }
 }
@@ -276,9 +276,9 @@ impl Streamed {
 mod tests {
     use super::*;
     use crate::cli::stats::StatsDoc;
-    use tensorscope::format::Checkpoint;
-    use tensorscope::jobs::{CancelToken, Progress};
-    use tensorscope::stats::StatsOptions;
+    use crate::format::Checkpoint;
+    use crate::jobs::{CancelToken, Progress};
+    use crate::stats::StatsOptions;
 
     /// A writer the test keeps a handle on.
     #[derive(Clone, Default)]
@@ -314,17 +314,17 @@ mod tests {
     fn the_streamed_document_is_the_whole_document() {
         let dir = tempfile::tempdir().expect("tempdir");
         let data: Vec<u8> = (0..64u8).collect();
-        let sources: Vec<tensorscope::format::write::TensorSource<'_>> = ["a", "b", "c"]
+        let sources: Vec<crate::format::write::TensorSource<'_>> = ["a", "b", "c"]
             .iter()
-            .map(|name| tensorscope::format::write::TensorSource {
+            .map(|name| crate::format::write::TensorSource {
                 name: (*name).into(),
-                dtype: tensorscope::Dtype::F16,
+                dtype: crate::Dtype::F16,
                 shape: vec![4, 8],
                 data: &data,
             })
             .collect();
         let path = dir.path().join("m.safetensors");
-        tensorscope::format::write::write_file(
+        crate::format::write::write_file(
             &path,
             &sources,
             None,
@@ -333,7 +333,7 @@ mod tests {
         )
         .expect("write");
         let ck = Checkpoint::open(&path).expect("open");
-        let report = tensorscope::stats::scan(
+        let report = crate::stats::scan(
             &ck,
             ck.tensors(),
             &StatsOptions::default(),
@@ -384,6 +384,7 @@ mod tests {
             kind: "Changed".into(),
             message: "the file changed while being read".into(),
             path: Some("m".into()),
+            globals: Vec::new(),
         };
         assert_eq!(doc.fail(&mut out, &error), EXIT_ERROR);
         assert!(!out.failed(), "flushed");

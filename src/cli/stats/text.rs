@@ -6,9 +6,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use crate::cli::output::{display_name, group_digits};
-use tensorscope::stats::{
-    Histogram, LogicalStats, QUANTILES, Scalar, Summary, TensorStats, ValueStats,
-};
+use crate::stats::{Histogram, LogicalStats, QUANTILES, Scalar, Summary, TensorStats, ValueStats};
 
 /// A number with 6 significant digits, fixed or exponent notation.
 fn num(x: f64) -> String {

@@ -259,7 +259,8 @@ pub fn run(cwd: &Path, args: &[&str]) -> Run {
         .status
         .code()
         .unwrap_or_else(|| panic!("{args:?}: ended by a signal ({:?}): {stderr}", out.status));
-    let doc = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{args:?}: not one JSON document ({e}): {stderr}"));
+    let doc = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("{args:?}: exit code {code}, not one JSON document ({e}): {stderr}")
+    });
     Run { code, doc }
 }

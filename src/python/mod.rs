@@ -58,6 +58,9 @@ fn tensorscope(m: &Bound<'_, PyModule>) -> PyResult<()> {
             "stats",
             "diff",
             "convert",
+            // `from .tensorscope import *` (maturin's package) re-exports
+            // only these: the command's entry point must be among them.
+            "_cli_main",
         ],
     )?;
     Ok(())

@@ -214,10 +214,15 @@ impl TensorSlice {
         whole.get_item(index)
     }
 
-    fn __len__(&self) -> usize {
-        self.shape
-            .first()
-            .map_or(0, |&d| usize::try_from(d).unwrap_or(usize::MAX))
+    /// The first dimension, as `len()` of the array; a 0-d tensor has
+    /// none (`TypeError`, as numpy says).
+    fn __len__(&self) -> PyResult<usize> {
+        match self.shape.first() {
+            Some(&d) => Ok(usize::try_from(d).unwrap_or(usize::MAX)),
+            None => Err(pyo3::exceptions::PyTypeError::new_err(
+                "len() of a 0-d tensor",
+            )),
+        }
     }
 
     fn __repr__(&self) -> String {

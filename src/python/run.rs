@@ -33,10 +33,17 @@ where
             }
         };
         let cancel = &cancel;
-        s.spawn(move || {
-            // The receiver waits until this is sent or the thread ends.
-            let _ = tx.send(work(cancel));
-        });
+        let spawned = std::thread::Builder::new()
+            .name("tensorscope-python".to_owned())
+            .spawn_scoped(s, move || {
+                // The receiver waits until this is sent or the thread ends.
+                let _ = tx.send(work(cancel));
+            });
+        if let Err(e) = spawned {
+            return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
+                "cannot start a thread: {e}"
+            )));
+        }
         loop {
             match py.detach(|| recv(Some(SIGNAL_CHECK))) {
                 Ok(value) => return Ok(value),

@@ -124,4 +124,8 @@ pub struct Opened {
     /// Bytes of the opened file that are its header (what `info` calls
     /// the header size).
     pub header_len: u64,
+    /// What its pickles say (the globals they name; those outside the
+    /// allowlist make no verb but `info` read it), for a container whose
+    /// index is a pickle (DCP's `.metadata`).
+    pub pickle: Option<crate::format::pytorch::PickleReport>,
 }

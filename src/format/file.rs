@@ -703,6 +703,12 @@ pub(crate) trait Parts: std::any::Any + Send + Sync + std::fmt::Debug {
         Vec::new()
     }
 
+    /// What its pickles say, for a container read through the pickle
+    /// machine.
+    fn pickle(&self) -> Option<&crate::format::pytorch::PickleReport> {
+        None
+    }
+
     /// Globals outside the allowlist its pickle would import.
     fn unsafe_globals(&self) -> &[String] {
         &[]

@@ -13,6 +13,7 @@
 pub mod blocks;
 mod checkpoint;
 pub(crate) mod containers;
+pub mod dcp;
 pub mod decode;
 mod file;
 pub mod flax;
@@ -51,6 +52,8 @@ pub use safetensors::{
 /// order they are asked: adding a container is its folder and its line here.
 pub(crate) const CONTAINERS: &[&Container] = &[
     &gguf::CONTAINER,
+    // Before the bare pickle, which claims every pickle.
+    &dcp::CONTAINER,
     &pytorch::CONTAINER,
     &pytorch::PICKLE,
     &numpy::CONTAINER,
@@ -80,6 +83,9 @@ impl ContainerKind {
     pub const HDF5: Self = Self::of(&hdf5::container::CONTAINER);
     /// A Flax checkpoint (`flax.serialization` msgpack).
     pub const FLAX: Self = Self::of(&flax::CONTAINER);
+    /// A PyTorch Distributed Checkpoint (a folder of `.distcp` files and
+    /// their `.metadata`).
+    pub const DCP: Self = Self::of(&dcp::CONTAINER);
     /// A TensorFlow TensorBundle (`.index` and its data shards).
     pub const TENSORFLOW: Self = Self::of(&tensorflow::CONTAINER);
 }

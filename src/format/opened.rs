@@ -20,6 +20,7 @@ pub(crate) struct Said {
     facts: Vec<Vec<(&'static str, serde_json::Value)>>,
     file_facts: serde_json::Map<String, serde_json::Value>,
     warnings: Vec<String>,
+    pickle: Option<crate::format::pytorch::PickleReport>,
 }
 
 impl Parts for Said {
@@ -33,6 +34,24 @@ impl Parts for Said {
 
     fn facts(&self, index: usize) -> Vec<(&'static str, serde_json::Value)> {
         self.facts.get(index).cloned().unwrap_or_default()
+    }
+
+    fn pickle(&self) -> Option<&crate::format::pytorch::PickleReport> {
+        self.pickle.as_ref()
+    }
+
+    fn unsafe_globals(&self) -> &[String] {
+        self.pickle.as_ref().map_or(&[], |p| &p.unsafe_globals)
+    }
+
+    fn refusal(&self, path: &Path) -> Option<LoadError> {
+        let globals = &self.pickle.as_ref()?.unsafe_globals;
+        (!globals.is_empty()).then(|| LoadError::Pytorch {
+            path: path.to_path_buf(),
+            error: crate::format::pytorch::archive::TorchError::Unsafe {
+                globals: globals.clone(),
+            },
+        })
     }
 
     fn describe(&self, file: &StoredFile) -> Option<String> {
@@ -160,6 +179,7 @@ pub(crate) fn into_file(
         facts,
         file_facts: opened.facts,
         warnings: opened.warnings,
+        pickle: opened.pickle,
     };
     let texts = said
         .metadata

@@ -3,6 +3,7 @@
 mod changed;
 mod cli;
 mod contract;
+mod dcp;
 mod desktop;
 mod diff;
 mod exe;

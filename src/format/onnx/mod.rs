@@ -132,6 +132,7 @@ pub fn open(
         files,
         warnings,
         header_len: bytes.len() as u64,
+        pickle: None,
     })
 }
 

@@ -145,6 +145,10 @@ impl Parts for TorchParts {
         Some(self.report.leaves.iter().cloned().collect())
     }
 
+    fn pickle(&self) -> Option<&PickleReport> {
+        Some(&self.report)
+    }
+
     fn unsafe_globals(&self) -> &[String] {
         &self.report.unsafe_globals
     }
@@ -175,8 +179,8 @@ impl Parts for TorchParts {
 }
 
 impl StoredFile {
-    /// What a PyTorch file's pickle says (`None` for other containers).
+    /// What a file's pickles say (`None` for containers without one).
     pub fn pickle(&self) -> Option<&PickleReport> {
-        self.parts::<TorchParts>().map(|p| &p.report)
+        self.any_parts()?.pickle()
     }
 }

@@ -112,7 +112,7 @@ pub fn storage_element_size(class: &str) -> Option<u64> {
 }
 
 /// The dtype a `torch.<name>` dtype global names.
-fn torch_dtype(name: &str) -> Result<Dtype, String> {
+pub(crate) fn torch_dtype(name: &str) -> Result<Dtype, String> {
     Ok(match name {
         "float64" | "double" => Dtype::F64,
         "float32" | "float" => Dtype::F32,

@@ -1,0 +1,298 @@
+//! PyTorch Distributed Checkpoints (DISTRIBUTED.md) against the folders
+//! torch itself wrote (`scripts/make_distributed_fixtures.py`,
+//! `tests/data/dcp/MANIFEST.json`): every global tensor's name, dtype,
+//! shape, chunks and bytes as torch reassembles them, the bytes entries as
+//! metadata, the pickle report, every verb; and hostile folders refused.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use sha2::Digest;
+use tensorscope::format::Checkpoint;
+use tensorscope::jobs::{CancelToken, Progress};
+
+use crate::pytorch::build::run;
+
+fn data_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/dcp")
+}
+
+fn manifest() -> Value {
+    let text = std::fs::read(data_dir().join("MANIFEST.json")).expect("manifest");
+    serde_json::from_slice(&text).expect("manifest JSON")
+}
+
+/// The fixtures written through `.metadata` (the HF writer's folders have
+/// none).
+fn fixtures() -> Vec<(Value, PathBuf)> {
+    manifest()["fixtures"]
+        .as_array()
+        .expect("fixtures")
+        .iter()
+        .filter(|f| f["folder"] != "hf_writer")
+        .map(|f| {
+            (
+                f.clone(),
+                data_dir().join(f["folder"].as_str().expect("folder")),
+            )
+        })
+        .collect()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes.iter().fold(String::new(), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+#[test]
+fn every_global_tensor_reads_as_torch_reassembles_it() {
+    for (entry, dir) in fixtures() {
+        let what = entry["folder"].to_string();
+        let ck = Checkpoint::open_readable(&dir).unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(ck.container().id(), "dcp", "{what}");
+        let want = entry["tensors"].as_array().expect("tensors");
+        let names: Vec<&str> = ck.entries().map(|(_, i)| i.name()).collect();
+        let want_names: Vec<&str> = want
+            .iter()
+            .map(|t| t["name"].as_str().expect("name"))
+            .collect();
+        assert_eq!(names, want_names, "{what}: names in .metadata's order");
+        let all = ck.tensors().to_vec();
+        let _fetched = ck
+            .fetch(&all, &CancelToken::new(), &Progress::new())
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        for t in want {
+            let name = t["name"].as_str().expect("name");
+            let r = ck.find(name).expect("found");
+            let info = ck.info(r).expect("info");
+            assert_eq!(info.dtype().name(), t["dtype"], "{what}: {name}");
+            assert_eq!(
+                serde_json::json!(info.shape()),
+                t["shape"],
+                "{what}: {name}"
+            );
+            let bytes = ck.bytes(r);
+            assert_eq!(
+                hex(&sha2::Sha256::digest(bytes)),
+                t["sha256"].as_str().expect("sha256"),
+                "{what}: {name}: bytes"
+            );
+        }
+    }
+}
+
+#[test]
+fn info_lists_each_chunk_the_metadata_and_the_pickle() {
+    for (entry, dir) in fixtures() {
+        let what = entry["folder"].to_string();
+        let tmp = tempfile::tempdir().expect("tmp");
+        let r = run(tmp.path(), &["info", dir.to_str().expect("utf-8")]);
+        assert_eq!(r.code, 0, "{what}: {}", r.doc);
+        assert_eq!(r.doc["format"], "dcp", "{what}");
+        for (t, got) in entry["tensors"]
+            .as_array()
+            .expect("tensors")
+            .iter()
+            .zip(r.doc["tensors"].as_array().expect("tensors"))
+        {
+            assert_eq!(got["name"], t["name"], "{what}");
+            let want: Vec<Value> = t["chunks"]
+                .as_array()
+                .expect("chunks")
+                .iter()
+                .map(|c| {
+                    serde_json::json!({
+                        "offsets": c["offsets"],
+                        "sizes": c["sizes"],
+                        "file": c["storage"]["file"],
+                    })
+                })
+                .collect();
+            assert_eq!(got["chunks"], Value::Array(want), "{what}: {}", t["name"]);
+        }
+        // Each bytes entry under its key, its value as JSON (the text the
+        // manifest keeps, parsed).
+        for (key, text) in entry["metadata"].as_object().expect("metadata") {
+            let want: Value =
+                serde_json::from_str(text.as_str().expect("text")).expect("JSON text");
+            assert_eq!(r.doc["metadata"][key], want, "{what}: metadata {key}");
+        }
+        let mut globals: Vec<String> = entry["pickle"]["globals"]
+            .as_array()
+            .expect("globals")
+            .iter()
+            .map(|g| g.as_str().expect("global").to_owned())
+            .collect();
+        globals.sort();
+        assert_eq!(
+            r.doc["pickle"]["globals"],
+            serde_json::json!(globals),
+            "{what}"
+        );
+        assert_eq!(
+            r.doc["pickle"]["unsafe_globals"],
+            serde_json::json!([]),
+            "{what}"
+        );
+    }
+}
+
+#[test]
+fn every_verb_works_on_the_global_tensors() {
+    for (entry, dir) in fixtures() {
+        let what = entry["folder"].to_string();
+        let path = dir.to_str().expect("utf-8");
+        let tmp = tempfile::tempdir().expect("tmp");
+        let r = run(tmp.path(), &["validate", path]);
+        assert_eq!(
+            (r.code, &r.doc["valid"]),
+            (0, &Value::Bool(true)),
+            "{what}: {}",
+            r.doc
+        );
+        let r = run(tmp.path(), &["stats", path]);
+        assert_eq!(r.code, 0, "{what}: {}", r.doc);
+        let out = tmp.path().join("consolidated.safetensors");
+        let r = run(
+            tmp.path(),
+            &["resave", path, "-o", out.to_str().expect("utf-8")],
+        );
+        assert_eq!(r.code, 0, "{what}: {}", r.doc);
+        // The consolidated file, read by the official crate: torch's bytes.
+        let bytes = std::fs::read(&out).expect("read");
+        let st = safetensors::SafeTensors::deserialize(&bytes).expect("oracle");
+        for t in entry["tensors"].as_array().expect("tensors") {
+            let name = t["name"].as_str().expect("name");
+            let view = st
+                .tensor(name)
+                .unwrap_or_else(|e| panic!("{what}: {name}: {e}"));
+            assert_eq!(
+                hex(&sha2::Sha256::digest(view.data())),
+                t["sha256"].as_str().expect("sha256"),
+                "{what}: {name}"
+            );
+        }
+        let r = run(tmp.path(), &["diff", path, out.to_str().expect("utf-8")]);
+        assert_eq!(r.code, 0, "{what}: {}", r.doc);
+        // One tensor cut across ranks, exported.
+        let cut = entry["tensors"]
+            .as_array()
+            .expect("tensors")
+            .iter()
+            .find(|t| t["chunks"].as_array().is_some_and(|c| c.len() > 1));
+        if let Some(t) = cut {
+            let npy = tmp.path().join("t.npy");
+            let name = t["name"].as_str().expect("name");
+            let r = run(
+                tmp.path(),
+                &["export", path, name, "-o", npy.to_str().expect("utf-8")],
+            );
+            assert_eq!(r.code, 0, "{what}: {name}: {}", r.doc);
+        }
+    }
+}
+
+/// A copy of fixture `folder` in a temporary folder, with `edit` applied
+/// to its `.metadata` bytes.
+fn edited(folder: &str, edit: impl Fn(&mut Vec<u8>)) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let dir = tmp.path().join("ckpt");
+    std::fs::create_dir(&dir).expect("mkdir");
+    for e in std::fs::read_dir(data_dir().join(folder)).expect("read_dir") {
+        let e = e.expect("entry");
+        std::fs::copy(e.path(), dir.join(e.file_name())).expect("copy");
+    }
+    let mut meta = std::fs::read(dir.join(".metadata")).expect("metadata");
+    edit(&mut meta);
+    std::fs::write(dir.join(".metadata"), meta).expect("write");
+    tmp
+}
+
+fn replace(bytes: &mut [u8], from: &[u8], to: &[u8]) {
+    assert_eq!(from.len(), to.len());
+    let mut found = false;
+    let mut i = 0;
+    while i + from.len() <= bytes.len() {
+        if &bytes[i..i + from.len()] == from {
+            bytes[i..i + from.len()].copy_from_slice(to);
+            found = true;
+            i += from.len();
+        } else {
+            i += 1;
+        }
+    }
+    assert!(found, "{:?} not found", String::from_utf8_lossy(from));
+}
+
+/// Every verb ends cleanly with the kind, and no output file is left.
+fn assert_refused(tmp: &tempfile::TempDir, kind: &str) {
+    let dir = tmp.path().join("ckpt");
+    let path = dir.to_str().expect("utf-8");
+    let out = tmp.path().join("out.safetensors");
+    for args in [
+        vec!["stats", path],
+        vec!["resave", path, "-o", out.to_str().expect("utf-8")],
+    ] {
+        let r = run(tmp.path(), &args);
+        assert_eq!(r.code, 2, "{args:?}: {}", r.doc);
+        assert_eq!(r.doc["error"]["kind"], kind, "{args:?}: {}", r.doc);
+    }
+    let r = run(tmp.path(), &["validate", path]);
+    match r.code {
+        1 => assert_eq!(r.doc["valid"], false, "{}", r.doc),
+        2 => assert_eq!(r.doc["error"]["kind"], kind, "{}", r.doc),
+        other => panic!("validate exited {other}: {}", r.doc),
+    }
+    assert!(!out.exists(), "no output is left");
+}
+
+#[test]
+fn storage_paths_outside_the_folder_are_refused_and_not_opened() {
+    // Same lengths as `__0_0.distcp`: a path up, an absolute one.
+    for to in [&b"../_0.distcp"[..], b"/tmp/0.distc", b"..\\_0.distcp"] {
+        let tmp = edited("single", |m| replace(m, b"__0_0.distcp", to));
+        assert_refused(&tmp, "PathOutsideFolder");
+    }
+}
+
+#[test]
+fn missing_and_short_storage_files_are_refused() {
+    let tmp = edited("single", |m| replace(m, b"__0_0.distcp", b"__9_0.distcp"));
+    assert_refused(&tmp, "Io");
+    let tmp = edited("fsdp2_2rank", |_| {});
+    let data = tmp.path().join("ckpt/__1_0.distcp");
+    let len = std::fs::metadata(&data).expect("meta").len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&data)
+        .and_then(|f| f.set_len(len / 2))
+        .expect("cut");
+    assert_refused(&tmp, "StoragePastEnd");
+}
+
+#[test]
+fn a_metadata_naming_an_unsafe_global_is_reported_and_nothing_is_read() {
+    // `pathlib.PosixPath` (StorageMeta's checkpoint_id) becomes
+    // `os.path.PosixPath`, outside every allowlist.
+    let tmp = edited("single", |m| {
+        replace(m, b"\x8c\x07pathlib", b"\x8c\x07os.path");
+    });
+    let dir = tmp.path().join("ckpt");
+    let r = run(tmp.path(), &["info", dir.to_str().expect("utf-8")]);
+    assert!(r.code == 0 || r.code == 1, "{}", r.doc);
+    assert_eq!(
+        r.doc["pickle"]["unsafe_globals"],
+        serde_json::json!(["os.path.PosixPath"])
+    );
+    assert_eq!(r.doc["tensors"], serde_json::json!([]));
+    assert_refused(&tmp, "UnsafePickle");
+}
+
+#[test]
+fn a_metadata_cut_short_is_refused() {
+    let tmp = edited("single", |m| m.truncate(m.len() / 2));
+    assert_refused(&tmp, "InvalidMetadata");
+}

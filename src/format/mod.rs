@@ -64,6 +64,15 @@ pub(crate) const CONTAINERS: &[&Container] = &[
     &hdf5::container::CONTAINER,
 ];
 
+/// True when a container keeps a model as the folder `dir` (a DCP
+/// checkpoint's `.metadata` and `.distcp` files, a SavedModel): a folder
+/// that is one checkpoint, for a series of them.
+pub fn is_container_folder(dir: &std::path::Path) -> bool {
+    CONTAINERS
+        .iter()
+        .any(|c| c.folder.is_some_and(|folder| folder(dir).is_some()))
+}
+
 impl ContainerKind {
     /// A safetensors file.
     pub const SAFETENSORS: Self = Self::of(&safetensors::CONTAINER);

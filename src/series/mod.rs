@@ -293,9 +293,16 @@ pub fn measure(
             // stands for the others'.
             progress.set_total(newer.ck.data_bytes().saturating_mul(2 * n as u64 - 1));
         }
+        // A container that is a folder (a DCP step) is named by it, not by
+        // the index file inside it.
+        let shown = if s.path.is_dir() && crate::format::is_container_folder(&s.path) {
+            s.path.as_path()
+        } else {
+            newer.ck.path()
+        };
         report_steps.push(Step {
             step: s.step,
-            path: newer.ck.path().display().to_string(),
+            path: shown.display().to_string(),
         });
         let older_items: HashMap<String, Source<'_>> = older
             .as_ref()

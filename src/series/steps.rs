@@ -70,9 +70,11 @@ fn adapter_of(dir: &Path) -> Option<PathBuf> {
 }
 
 /// True when `dir` holds a model's weights: `model.safetensors`,
-/// `pytorch_model.bin` or a shard index.
+/// `pytorch_model.bin`, a shard index, or a container's folder (a DCP
+/// step's `.metadata`).
 fn holds_model(dir: &Path) -> bool {
     CHECKPOINT_FILES.iter().any(|f| dir.join(f).is_file())
+        || crate::format::is_container_folder(dir)
         || std::fs::read_dir(dir).is_ok_and(|entries| {
             entries.flatten().any(|e| {
                 let name = e.file_name().to_string_lossy().to_ascii_lowercase();

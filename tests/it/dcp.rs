@@ -296,3 +296,38 @@ fn a_metadata_cut_short_is_refused() {
     let tmp = edited("single", |m| m.truncate(m.len() / 2));
     assert_refused(&tmp, "InvalidMetadata");
 }
+
+#[test]
+fn a_run_of_dcp_step_folders_is_a_series_with_the_optimizer_moments() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let run_dir = tmp.path().join("checkpoint");
+    for step in ["step-100", "step-200"] {
+        let dir = run_dir.join(step);
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        for e in std::fs::read_dir(data_dir().join("fsdp2_2rank")).expect("read_dir") {
+            let e = e.expect("entry");
+            std::fs::copy(e.path(), dir.join(e.file_name())).expect("copy");
+        }
+    }
+    let r = run(tmp.path(), &["series", run_dir.to_str().expect("utf-8")]);
+    assert_eq!(r.code, 0, "{}", r.doc);
+    let steps = r.doc["steps"].as_array().expect("steps");
+    assert_eq!(steps.len(), 2, "{}", r.doc);
+    assert_eq!(steps[0]["step"], 100);
+    assert_eq!(
+        steps[1]["path"],
+        run_dir.join("step-200").to_str().expect("utf-8"),
+        "the step folder names the step"
+    );
+    let names: Vec<&str> = r.doc["tensors"]
+        .as_array()
+        .expect("tensors")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(names.iter().any(|n| n.ends_with(".exp_avg")), "{names:?}");
+    assert!(
+        names.iter().any(|n| n.ends_with(".exp_avg_sq")),
+        "{names:?}"
+    );
+}

@@ -159,7 +159,11 @@ fn stored_facts_ui(ui: &mut egui::Ui, facts: &crate::format::StoredFacts) {
     }
     .on_hover_text("Every view and verb reads it in C order, little-endian.");
     ui.end_row();
-    for pair in facts.container.chunks(2) {
+    let (chunks, others): (Vec<_>, Vec<_>) = facts
+        .container
+        .iter()
+        .partition(|(key, _)| *key == "chunks");
+    for pair in others.chunks(2) {
         for (key, value) in pair {
             ui.weak(*key);
             let text = match value {
@@ -168,6 +172,44 @@ fn stored_facts_ui(ui: &mut egui::Ui, facts: &crate::format::StoredFacts) {
             };
             ui.monospace(safe_text(&text, 200));
         }
+        ui.end_row();
+    }
+    if let Some((_, serde_json::Value::Array(list))) = chunks.first() {
+        chunks_ui(ui, list);
+    }
+}
+
+/// Chunks shown at most, of a tensor of a distributed checkpoint.
+const CHUNKS_SHOWN: usize = 64;
+
+/// A distributed checkpoint's tensor: each chunk's place in the global
+/// tensor and the file (the rank) that holds it.
+fn chunks_ui(ui: &mut egui::Ui, list: &[serde_json::Value]) {
+    let dims = |v: &serde_json::Value| -> String {
+        let parts: Vec<String> = v
+            .as_array()
+            .map(|a| a.iter().map(ToString::to_string).collect())
+            .unwrap_or_default();
+        format!("[{}]", parts.join(", "))
+    };
+    for (i, c) in list.iter().take(CHUNKS_SHOWN).enumerate() {
+        ui.weak(if i == 0 {
+            format!("chunks ({})", list.len())
+        } else {
+            String::new()
+        });
+        ui.monospace(format!(
+            "at {} size {}",
+            dims(&c["offsets"]),
+            dims(&c["sizes"])
+        ));
+        ui.weak("in");
+        ui.monospace(safe_text(c["file"].as_str().unwrap_or("?"), 120));
+        ui.end_row();
+    }
+    if list.len() > CHUNKS_SHOWN {
+        ui.weak("");
+        ui.label(format!("… and {} more chunks", list.len() - CHUNKS_SHOWN));
         ui.end_row();
     }
 }

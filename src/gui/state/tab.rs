@@ -17,8 +17,10 @@ use crate::gui::task::Task;
 
 /// File names that every checkpoint folder of a kind holds: a tab shows
 /// them with their folder.
-const GENERIC_NAMES: [&str; 6] = [
+const GENERIC_NAMES: [&str; 7] = [
     "model.safetensors",
+    // A distributed checkpoint's index: its folder is the checkpoint.
+    ".metadata",
     "pytorch_model.bin",
     "model.pt",
     "model.ckpt",

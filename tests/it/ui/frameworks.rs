@@ -47,3 +47,19 @@ fn a_sliced_tensorflow_variable_is_assembled_for_its_views() {
     h.get_by_label("[0, 0]");
     assert!(h.query_all_by_label_contains("-1.5").count() >= 1);
 }
+
+#[test]
+fn a_distributed_checkpoint_shows_each_tensor_s_chunks_and_their_ranks() {
+    let mut h = harness(State::default(), no_dialog());
+    open(&mut h, &data("dcp/fsdp2_2rank"));
+    h.get_by_label("model.embed.weight").click();
+    settle(&mut h);
+    // The global [7, 8] embedding: rank 0's four rows, rank 1's three.
+    h.get_by_label("chunks (2)");
+    h.get_by_label("at [0, 0] size [4, 8]");
+    h.get_by_label("at [4, 0] size [3, 8]");
+    h.get_by_label("__1_0.distcp");
+    // Its statistics, over the reassembled tensor.
+    h.get_by_label("count");
+    assert!(h.query_all_by_label("56").count() >= 2);
+}

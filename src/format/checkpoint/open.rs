@@ -27,6 +27,11 @@ impl Checkpoint {
         let path = match resolve_folder(path)? {
             Resolved::File(file) => file,
             Resolved::Folder(dir, names) => return Self::open_folder(&dir, &names),
+            Resolved::DcpHf(files) => {
+                let file = crate::format::dcp::hf::open(&files)?;
+                let first = files.first().cloned().unwrap_or_default();
+                return Ok(Self::single(first, file));
+            }
         };
         let is_index = path
             .file_name()
@@ -539,6 +544,8 @@ enum Resolved {
     File(PathBuf),
     /// A folder of NumPy files (their names, sorted), opened as one.
     Folder(PathBuf, Vec<String>),
+    /// A folder of DCP's HuggingFace-writer shards (sorted).
+    DcpHf(Vec<PathBuf>),
 }
 
 /// A folder opens as the index inside it, else its only safetensors file;
@@ -633,6 +640,11 @@ fn resolve_folder(path: &Path) -> Result<Resolved, LoadError> {
         }
     }
     match (indexes.as_slice(), files.as_slice()) {
+        // A distributed checkpoint written by torch's HuggingFace writer:
+        // its shards (one is enough) are chunks of the global tensors.
+        ([], many) if crate::format::dcp::hf::is_hf_folder(many) => {
+            Ok(Resolved::DcpHf(many.to_vec()))
+        }
         ([one], _) | ([], [one]) => Ok(Resolved::File(one.clone())),
         ([], []) => Err(io(std::io::Error::new(
             std::io::ErrorKind::NotFound,

@@ -7,6 +7,7 @@
 //! slice of its file, a tensor of many is assembled block by block
 //! ([`crate::format::blocks`]).
 
+pub(crate) mod hf;
 pub mod metadata;
 
 use std::collections::BTreeSet;
@@ -454,9 +455,9 @@ fn nested_value(slice: &[u8]) -> Result<(serde_json::Value, BTreeSet<String>), N
 /// A tensor of several chunks: each a C-order range of a `.distcp` file.
 #[derive(Debug)]
 pub struct Chunked {
-    shape: Vec<u64>,
-    element: usize,
-    blocks: Vec<Block<(usize, Range<u64>)>>,
+    pub(super) shape: Vec<u64>,
+    pub(super) element: usize,
+    pub(super) blocks: Vec<Block<(usize, Range<u64>)>>,
 }
 
 impl Decode for Chunked {

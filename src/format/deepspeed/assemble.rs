@@ -445,4 +445,22 @@ mod tests {
         );
         assert_eq!(out, [0, 0, 0x80, 0x3f, 0, 0, 0xc1, 0x7f]);
     }
+
+    #[test]
+    fn f16_and_f64_widen_by_value() {
+        let mut out = Vec::new();
+        // 1.5 and -2 as F16.
+        widen(
+            Dtype::F16,
+            &[0x00, 0x3e, 0x00, 0xc0],
+            &mut Vec::new(),
+            &mut out,
+        );
+        assert_eq!(out, [1.5f32, -2.0].map(f32::to_le_bytes).concat());
+        // F64 rounds to nearest, ties to even.
+        let v = [0.1f64, 1.0 + f64::EPSILON];
+        let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        widen(Dtype::F64, &bytes, &mut Vec::new(), &mut out);
+        assert_eq!(out, [0.1f32, 1.0].map(f32::to_le_bytes).concat());
+    }
 }

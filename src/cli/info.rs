@@ -107,6 +107,10 @@ pub struct InfoDoc {
     /// A GGUF file's own header (the first part's, for a split model).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gguf: Option<GgufDoc>,
+    /// A DeepSpeed ZeRO checkpoint's layout: `{stage, world_size}`
+    /// (DISTRIBUTED.md §6).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zero: Option<serde_json::Value>,
     /// The container's own facts, under its id (`onnx`: `ir_version`,
     /// `opset`, `producer`; `tensorflow`: `num_shards`).
     #[serde(flatten)]
@@ -276,6 +280,10 @@ impl InfoDoc {
                     tensor_data_offset: g.tensor_data_offset,
                     metadata: g.metadata_json(),
                 }),
+            zero: (ck.container() == crate::format::ContainerKind::DEEPSPEED)
+                .then(|| ck.shards().first().and_then(|s| s.file().file_facts()))
+                .flatten()
+                .and_then(|facts| facts.get("zero").cloned()),
             container: ck
                 .shards()
                 .first()

@@ -18,6 +18,9 @@ pub(crate) struct Probe<'a> {
     pub bytes: &'a [u8],
     /// The file name's extension, lower case.
     pub extension: Option<&'a str>,
+    /// The file's last name, lower case (a file whose name its spec fixes:
+    /// DeepSpeed's `latest`, `*_model_states.pt`).
+    pub name: &'a str,
     /// True for a remote file.
     pub remote: bool,
     /// A local zip's directory, read once for every container that asks.

@@ -113,7 +113,7 @@ impl StoredFile {
         if super::safetensors::is_its_own(source.bytes(), source.len()) {
             return Err(safetensors_error(path));
         }
-        let (_, extension) = names_of(&path);
+        let (name, extension) = names_of(&path);
         let remote = source.remote().is_some();
         // A local zip's directory, read once for every container that asks.
         let archive = (!remote && super::zip::is_zip(source.bytes()))
@@ -122,6 +122,7 @@ impl StoredFile {
         let probe = Probe {
             bytes: source.bytes(),
             extension: extension.as_deref(),
+            name: &name,
             remote,
             archive: archive.as_ref(),
         };

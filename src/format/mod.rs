@@ -15,6 +15,7 @@ mod checkpoint;
 pub(crate) mod containers;
 pub mod dcp;
 pub mod decode;
+pub mod deepspeed;
 mod file;
 pub mod flax;
 mod gather;
@@ -54,6 +55,8 @@ pub(crate) const CONTAINERS: &[&Container] = &[
     &gguf::CONTAINER,
     // Before the bare pickle, which claims every pickle.
     &dcp::CONTAINER,
+    // Before PyTorch, which claims its `*_model_states.pt` zips.
+    &deepspeed::CONTAINER,
     &pytorch::CONTAINER,
     &pytorch::PICKLE,
     &numpy::CONTAINER,
@@ -95,6 +98,9 @@ impl ContainerKind {
     /// A PyTorch Distributed Checkpoint (a folder of `.distcp` files and
     /// their `.metadata`).
     pub const DCP: Self = Self::of(&dcp::CONTAINER);
+    /// A DeepSpeed ZeRO checkpoint (a step folder of per-rank `torch.save`
+    /// files, or the folder whose `latest` names it).
+    pub const DEEPSPEED: Self = Self::of(&deepspeed::CONTAINER);
     /// A TensorFlow TensorBundle (`.index` and its data shards).
     pub const TENSORFLOW: Self = Self::of(&tensorflow::CONTAINER);
 }

@@ -4,6 +4,7 @@ mod changed;
 mod cli;
 mod contract;
 mod dcp;
+mod deepspeed;
 mod desktop;
 mod diff;
 mod exe;

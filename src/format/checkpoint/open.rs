@@ -618,6 +618,14 @@ fn resolve_folder(path: &Path) -> Result<Resolved, LoadError> {
         let weights = torch_files
             .iter()
             .find(|p| p.file_name().is_some_and(|n| n == TORCH_WEIGHTS_NAME));
+        // A container that keeps a model as a folder of PyTorch files (a
+        // DeepSpeed step folder), before they are taken one by one.
+        if weights.is_none()
+            && !torch_files.is_empty()
+            && let Some(file) = container_folder(path)
+        {
+            return Ok(Resolved::File(file));
+        }
         match (weights, torch_files.as_slice()) {
             (Some(one), _) | (None, [one]) => return Ok(Resolved::File(one.clone())),
             (None, []) => {}
@@ -631,11 +639,7 @@ fn resolve_folder(path: &Path) -> Result<Resolved, LoadError> {
     }
     if indexes.is_empty() && files.is_empty() {
         // A container that keeps a model as a folder (a SavedModel).
-        let found = crate::format::CONTAINERS
-            .iter()
-            .filter_map(|c| c.folder)
-            .find_map(|folder| folder(path));
-        if let Some(file) = found {
+        if let Some(file) = container_folder(path) {
             return Ok(Resolved::File(file));
         }
     }
@@ -655,6 +659,15 @@ fn resolve_folder(path: &Path) -> Result<Resolved, LoadError> {
         ([], many) => Err(several(".safetensors files and no shard index", many.len())),
         (many, _) => Err(several("shard indexes", many.len())),
     }
+}
+
+/// The file a folder opens as for a container that keeps a model as a
+/// folder (`Container::folder`), asked in the table's order.
+fn container_folder(path: &Path) -> Option<PathBuf> {
+    crate::format::CONTAINERS
+        .iter()
+        .filter_map(|c| c.folder)
+        .find_map(|folder| folder(path))
 }
 
 /// How the errors of a folder that is not one checkpoint begin (none, or

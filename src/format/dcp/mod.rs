@@ -252,7 +252,7 @@ fn unsafe_file(
 
 /// A name that is one file of the folder: no separator, not `.` or `..`,
 /// not empty, no NUL.
-fn is_plain_name(name: &str) -> bool {
+pub(crate) fn is_plain_name(name: &str) -> bool {
     !name.is_empty()
         && name != "."
         && name != ".."

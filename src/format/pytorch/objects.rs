@@ -297,7 +297,11 @@ fn leaf_list(graph: &Graph, items: &[Id]) -> Option<serde_json::Value> {
 }
 
 /// The tensor a call node rebuilds, if it is one of torch's rebuilds.
-fn tensor(graph: &Graph, call: Id, name: &str) -> Result<Option<TensorDesc>, ObjectError> {
+pub(crate) fn tensor(
+    graph: &Graph,
+    call: Id,
+    name: &str,
+) -> Result<Option<TensorDesc>, ObjectError> {
     let invalid = |message: String| ObjectError::Invalid {
         name: name.to_owned(),
         message,

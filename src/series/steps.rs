@@ -71,16 +71,27 @@ fn adapter_of(dir: &Path) -> Option<PathBuf> {
 
 /// True when `dir` holds a model's weights: `model.safetensors`,
 /// `pytorch_model.bin`, a shard index, or a container's folder (a DCP
-/// step's `.metadata`).
+/// step's `.metadata`, a DeepSpeed step) that is not the run of such
+/// folders (DeepSpeed's `latest` beside its `global_stepN` folders).
 fn holds_model(dir: &Path) -> bool {
     CHECKPOINT_FILES.iter().any(|f| dir.join(f).is_file())
-        || crate::format::is_container_folder(dir)
+        || (crate::format::is_container_folder(dir) && !holds_container_folders(dir))
         || std::fs::read_dir(dir).is_ok_and(|entries| {
             entries.flatten().any(|e| {
                 let name = e.file_name().to_string_lossy().to_ascii_lowercase();
                 name.ends_with(".safetensors.index.json") || name.ends_with(".bin.index.json")
             })
         })
+}
+
+/// True when some sub-folder of `dir` is a container's folder.
+fn holds_container_folders(dir: &Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|entries| {
+        entries
+            .flatten()
+            .map(|e| e.path())
+            .any(|p| p.is_dir() && crate::format::is_container_folder(&p))
+    })
 }
 
 /// Notes on how `paths` were read that may not be what was meant: a

@@ -518,3 +518,49 @@ fn an_unsafe_global_in_an_optimizer_file_is_reported_and_nothing_is_read() {
         assert!(!out.exists());
     }
 }
+
+#[test]
+fn a_deepspeed_run_with_latest_is_a_series_of_its_step_folders() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let run_dir = tmp.path().join("run");
+    let from = data_dir().join("zero2/global_step1");
+    for step in ["global_step100", "global_step200"] {
+        let dir = run_dir.join(step);
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        for e in std::fs::read_dir(&from).expect("read_dir") {
+            let e = e.expect("entry");
+            std::fs::copy(e.path(), dir.join(e.file_name())).expect("copy");
+        }
+    }
+    // What DeepSpeed leaves beside the steps: not steps.
+    std::fs::write(run_dir.join("latest"), "global_step200\n").expect("latest");
+    std::fs::copy(
+        data_dir().join("zero2/zero_to_fp32.py"),
+        run_dir.join("zero_to_fp32.py"),
+    )
+    .expect("copy");
+    let r = run(tmp.path(), &["series", run_dir.to_str().expect("utf-8")]);
+    assert_eq!(r.code, 0, "{}", r.doc);
+    let steps = r.doc["steps"].as_array().expect("steps");
+    let got: Vec<(u64, &str)> = steps
+        .iter()
+        .map(|s| {
+            (
+                s["step"].as_u64().expect("step"),
+                s["path"].as_str().expect("path"),
+            )
+        })
+        .collect();
+    let want_paths = [
+        run_dir.join("global_step100"),
+        run_dir.join("global_step200"),
+    ];
+    assert_eq!(
+        got,
+        vec![
+            (100, want_paths[0].to_str().expect("utf-8")),
+            (200, want_paths[1].to_str().expect("utf-8")),
+        ]
+    );
+    assert!(!r.doc["tensors"].as_array().expect("tensors").is_empty());
+}

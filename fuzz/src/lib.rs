@@ -77,7 +77,8 @@ pub fn readers(dir: &Path, data: &[u8]) {
 /// `frameworks`: the input written to `dir` as `name` (`input.onnx`,
 /// `ckpt.index`, `input.h5`, `input.msgpack`; for a TensorFlow index, also
 /// as its one data shard), opened as a checkpoint and, when it opens and
-/// its tensors are small, read by every verb's path.
+/// its tensors are small, read by every verb's path. A `.metadata` (DCP's
+/// index) gets the `.distcp` files of a real two-rank save beside it.
 ///
 /// # Panics
 ///
@@ -85,6 +86,13 @@ pub fn readers(dir: &Path, data: &[u8]) {
 pub fn frameworks(dir: &Path, data: &[u8], name: &str) {
     let path = dir.join(name);
     std::fs::write(&path, data).expect("the input can be written");
+    // A distributed checkpoint's index: the ranks' files it names beside it
+    // (a two-rank FSDP2 save by torch).
+    if name == ".metadata" {
+        for (file, bytes) in DCP_RANKS {
+            std::fs::write(dir.join(file), bytes).expect("the input can be written");
+        }
+    }
     if let Some(prefix) = name.strip_suffix(".index") {
         std::fs::write(dir.join(format!("{prefix}.data-00000-of-00001")), data)
             .expect("the input can be written");
@@ -205,3 +213,16 @@ pub fn scratch(target: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(&dir).expect("the scratch folder can be made");
     dir
 }
+
+/// The `.distcp` files of the two-rank FSDP2 fixture, written beside a
+/// fuzzed `.metadata` (its storage entries name them).
+const DCP_RANKS: [(&str, &[u8]); 2] = [
+    (
+        "__0_0.distcp",
+        include_bytes!("../../tests/data/dcp/fsdp2_2rank/__0_0.distcp"),
+    ),
+    (
+        "__1_0.distcp",
+        include_bytes!("../../tests/data/dcp/fsdp2_2rank/__1_0.distcp"),
+    ),
+];

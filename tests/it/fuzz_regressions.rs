@@ -130,6 +130,15 @@ fn the_other_frameworks_inputs_replay() {
     }
 }
 
+#[test]
+fn dcp_inputs_replay() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let n = replay("dcp", &mut |data| {
+        targets::frameworks(dir.path(), data, ".metadata");
+    });
+    assert!(n > 0, "dcp has no seeds");
+}
+
 /// Mutated seeds of the container targets: a seed with a few bytes changed
 /// and maybe cut short (headers, opcodes, lengths, zip records, deflated
 /// streams and storage counts broken as a byte can break them). None may
@@ -212,7 +221,7 @@ mod mutations {
 
         #[test]
         fn mutated_files_of_the_other_frameworks_never_panic(
-            which in 0usize..4,
+            which in 0usize..5,
             seed in any::<prop::sample::Index>(),
             edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..8),
             cut in any::<Option<prop::sample::Index>>(),
@@ -222,6 +231,7 @@ mod mutations {
                 ("tensorflow", "ckpt.index"),
                 ("hdf5", "input.h5"),
                 ("flax", "input.msgpack"),
+                ("dcp", ".metadata"),
             ][which];
             let data = mutated(target, seed, edits, cut);
             let dir = tempfile::tempdir().expect("tempdir");

@@ -42,7 +42,18 @@ def _good_files():
         "gguf/llama_tiny_hf",
         "tensorflow/saved_model",
     ]
+    # Distributed-training checkpoints: folders of global tensors.
+    for kind in ("dcp", "deepspeed"):
+        for entry in _distributed_manifest(kind)["fixtures"]:
+            out.append(f"{kind}/{entry['folder']}")
     return out
+
+
+def _distributed_manifest(kind):
+    import json
+
+    with open(DATA / kind / "MANIFEST.json") as f:
+        return json.load(f)
 
 
 def _refused_files():
@@ -61,8 +72,14 @@ REFUSED = _refused_files()
 def _manifest_oracle(rel):
     """name -> manifest tensor entry for the file `rel` (kind/relative path), or {}."""
     kind, _, sub = rel.partition("/")
-    entries = dict(manifest_entries(kind))
     out = {}
+    if kind in ("dcp", "deepspeed"):
+        for fixture in _distributed_manifest(kind)["fixtures"]:
+            if fixture["folder"] == sub:
+                for t in fixture["tensors"]:
+                    out[t["name"]] = t
+        return out
+    entries = dict(manifest_entries(kind))
     if sub in entries:
         for t in manifest_tensors(entries[sub]):
             out[t["name"]] = t

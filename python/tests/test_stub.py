@@ -167,3 +167,9 @@ def test_function_signatures_match():
                 [p for p in stub_params]:
             problems.append(f"{name}: stub {stub_params} vs runtime {runtime}")
     assert not problems, problems
+
+
+def test_the_version_is_the_installed_package_s():
+    import importlib.metadata
+
+    assert tensorscope.__version__ == importlib.metadata.version("tensorscope")

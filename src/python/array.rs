@@ -9,6 +9,7 @@
 use std::sync::Arc;
 
 use numpy::PyArray1;
+use rayon::prelude::*;
 use numpy::ndarray::ArrayView1;
 use pyo3::prelude::*;
 
@@ -212,8 +213,9 @@ fn copied(
     Ok(out)
 }
 
-/// Values dequantized between two looks at the cancel token.
-const DEQUANT_PIECE: usize = 1 << 20;
+/// Values dequantized by one task, between two looks at the cancel
+/// token.
+const DEQUANT_PIECE: usize = 1 << 18;
 
 /// A block type's dequantized values, as `export` writes them.
 fn dequantized(
@@ -232,19 +234,29 @@ fn dequantized(
         .try_reserve_exact(len)
         .map_err(|_| ReadError::TooLarge)?;
     values.resize(len, 0f32);
-    let mut at = 0usize;
-    while at < len {
-        if cancel.is_cancelled() {
-            return Err(ReadError::Cancelled);
-        }
-        // In pieces, so a cancel is seen between them.
-        let end = (at + DEQUANT_PIECE).min(len);
-        let got = dq.values(at as u64, &mut values[at..end]);
-        if got == 0 {
-            break;
-        }
-        at += got;
-    }
+    // Pieces decoded on every core; a cancel is seen between them.
+    values
+        .par_chunks_mut(DEQUANT_PIECE)
+        .enumerate()
+        .try_for_each(|(i, piece)| {
+            if cancel.is_cancelled() {
+                return Err(ReadError::Cancelled);
+            }
+            let start = i * DEQUANT_PIECE;
+            let mut done = 0usize;
+            while done < piece.len() {
+                let got = dq.values((start + done) as u64, &mut piece[done..]);
+                if got == 0 {
+                    return Err(ReadError::NotDecoded(format!(
+                        "the values of {:?} end after {} of {len} elements",
+                        lt.name(),
+                        start + done
+                    )));
+                }
+                done += got;
+            }
+            Ok(())
+        })?;
     ck.check_unchanged(&parts)?;
     Ok(values)
 }

@@ -61,6 +61,7 @@ fn tensorscope(m: &Bound<'_, PyModule>) -> PyResult<()> {
             // `from .tensorscope import *` (maturin's package) re-exports
             // only these: the command's entry point must be among them.
             "_cli_main",
+            "__version__",
         ],
     )?;
     Ok(())

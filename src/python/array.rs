@@ -9,9 +9,9 @@
 use std::sync::Arc;
 
 use numpy::PyArray1;
-use rayon::prelude::*;
 use numpy::ndarray::ArrayView1;
 use pyo3::prelude::*;
+use rayon::prelude::*;
 
 use super::{errors, run};
 use crate::dtype::Dtype;

@@ -217,29 +217,9 @@ fn fields<'g>(graph: &'g Graph, id: Id, what: &str) -> Result<HashMap<&'g str, I
     Ok(out)
 }
 
-/// A `torch.Size` (a call of the global with one tuple), or a plain tuple
-/// or list of non-negative integers.
+/// A `torch.Size`, or a plain tuple or list of non-negative integers.
 fn size(graph: &Graph, id: Id) -> Option<Vec<u64>> {
-    let items = match graph.get(id)? {
-        Node::Call { func, args, .. } => {
-            let (module, name) = graph.global_of(*func)?;
-            if (module, name) != ("torch", "Size") {
-                return None;
-            }
-            let args = graph.items_of(*args)?;
-            match args {
-                [] => &[][..],
-                [inner] => graph.items_of(*inner)?,
-                _ => return None,
-            }
-        }
-        Node::Tuple(v) | Node::List(v) => v.as_slice(),
-        _ => return None,
-    };
-    items
-        .iter()
-        .map(|&i| graph.int_of(i).and_then(|n| u64::try_from(n).ok()))
-        .collect()
+    graph.size_of(id)
 }
 
 /// A pickled value as JSON (DISTRIBUTED.md §5: a bytes entry's value):

@@ -20,7 +20,7 @@ use crate::format::blocks::{self, Block, Rules};
 use crate::format::containers::{Container, ContainerKind, Opening, Probe};
 use crate::format::decode::{Data, Decode, DecodeError, Opened, Sink, Tensor};
 use crate::format::opened::{Siblings, into_file, refusal, remote_unsupported};
-use crate::format::pytorch::{PickleReport, allowlist, archive, pickle};
+use crate::format::pytorch::{PickleReport, archive, pickle};
 use crate::format::{LoadError, StoredFile, zip};
 use crate::jobs::CancelToken;
 
@@ -66,15 +66,7 @@ pub(crate) const CONTAINER: Container = Container {
 
 /// The globals of `globals` outside PICKLE.md's allowlist and DCP's.
 fn unsafe_globals(globals: &BTreeSet<String>) -> Vec<String> {
-    globals
-        .iter()
-        .filter(|g| {
-            !ALLOWED.contains(&g.as_str())
-                && g.rsplit_once('.')
-                    .is_none_or(|(m, n)| !allowlist::is_allowed(m, n))
-        })
-        .cloned()
-        .collect()
+    crate::format::pytorch::unsafe_globals_beyond(globals, ALLOWED)
 }
 
 fn open(o: Opening) -> Result<StoredFile, LoadError> {

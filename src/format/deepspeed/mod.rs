@@ -21,7 +21,7 @@ use self::torch::{ReadError, TorchFile};
 use crate::format::containers::{Container, ContainerKind, Opening, Probe, names_of};
 use crate::format::decode::Opened;
 use crate::format::opened::{Siblings, into_file, refusal, remote_unsupported};
-use crate::format::pytorch::{PickleReport, allowlist};
+use crate::format::pytorch::PickleReport;
 use crate::format::{LoadError, StoredFile};
 use crate::source::Source;
 
@@ -81,15 +81,7 @@ fn folder(dir: &Path) -> Option<PathBuf> {
 
 /// The globals of `globals` outside PICKLE.md's allowlist and DeepSpeed's.
 fn unsafe_globals(globals: &BTreeSet<String>) -> Vec<String> {
-    globals
-        .iter()
-        .filter(|g| {
-            !ALLOWED.contains(&g.as_str())
-                && g.rsplit_once('.')
-                    .is_none_or(|(m, n)| !allowlist::is_allowed(m, n))
-        })
-        .cloned()
-        .collect()
+    crate::format::pytorch::unsafe_globals_beyond(globals, ALLOWED)
 }
 
 /// A step folder's files, each kind in natural order (as `zero_to_fp32`

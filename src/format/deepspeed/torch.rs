@@ -246,27 +246,9 @@ pub(super) fn is_none(graph: &Graph, id: Id) -> bool {
     matches!(graph.get(id), Some(Node::None))
 }
 
-/// A `torch.Size` (a call of the global with one tuple), or a plain tuple
-/// or list of non-negative integers.
+/// A `torch.Size`, or a plain tuple or list of non-negative integers.
 pub(super) fn size(graph: &Graph, id: Id) -> Option<Vec<u64>> {
-    let items = match graph.get(id)? {
-        Node::Call { func, args, .. } => {
-            if graph.global_of(*func)? != ("torch", "Size") {
-                return None;
-            }
-            match graph.items_of(*args)? {
-                [] => &[][..],
-                [inner] => graph.items_of(*inner)?,
-                _ => return None,
-            }
-        }
-        Node::Tuple(v) | Node::List(v) => v.as_slice(),
-        _ => return None,
-    };
-    items
-        .iter()
-        .map(|&i| graph.int_of(i).and_then(|n| u64::try_from(n).ok()))
-        .collect()
+    graph.size_of(id)
 }
 
 /// A non-negative integer node.

@@ -79,11 +79,21 @@ pub struct PickleReport {
 /// The globals of `globals` (`module.name`) that are not allowlisted,
 /// sorted: what makes a file unsafe.
 pub fn unsafe_globals<'a>(globals: impl IntoIterator<Item = &'a String>) -> Vec<String> {
+    unsafe_globals_beyond(globals, &[])
+}
+
+/// [`unsafe_globals`] for a container whose pickles may also name `also`
+/// (`module.name` each: DCP's and DeepSpeed's record classes).
+pub fn unsafe_globals_beyond<'a>(
+    globals: impl IntoIterator<Item = &'a String>,
+    also: &[&str],
+) -> Vec<String> {
     let mut out: Vec<String> = globals
         .into_iter()
         .filter(|g| {
-            g.rsplit_once('.')
-                .is_none_or(|(module, name)| !allowlist::is_allowed(module, name))
+            !also.contains(&g.as_str())
+                && g.rsplit_once('.')
+                    .is_none_or(|(module, name)| !allowlist::is_allowed(module, name))
         })
         .cloned()
         .collect();

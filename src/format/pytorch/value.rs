@@ -102,6 +102,29 @@ impl Graph {
         }
     }
 
+    /// A `torch.Size` (a call of the global with one tuple), or a plain
+    /// tuple or list of non-negative integers.
+    pub fn size_of(&self, id: Id) -> Option<Vec<u64>> {
+        let items = match self.get(id)? {
+            Node::Call { func, args, .. } => {
+                if self.global_of(*func)? != ("torch", "Size") {
+                    return None;
+                }
+                match self.items_of(*args)? {
+                    [] => &[][..],
+                    [inner] => self.items_of(*inner)?,
+                    _ => return None,
+                }
+            }
+            Node::Tuple(v) | Node::List(v) => v.as_slice(),
+            _ => return None,
+        };
+        items
+            .iter()
+            .map(|&i| self.int_of(i).and_then(|n| u64::try_from(n).ok()))
+            .collect()
+    }
+
     /// `module.name` of a global node.
     pub fn global_of(&self, id: Id) -> Option<(&str, &str)> {
         match self.get(id)? {

@@ -63,3 +63,15 @@ fn a_distributed_checkpoint_shows_each_tensor_s_chunks_and_their_ranks() {
     h.get_by_label("count");
     assert!(h.query_all_by_label("56").count() >= 2);
 }
+
+#[test]
+fn a_deepspeed_zero3_run_opens_through_latest_as_its_fp32_weights() {
+    let mut h = harness(State::default(), no_dialog());
+    open(&mut h, &data("deepspeed/zero3"));
+    h.get_by_label("embed.weight").click();
+    settle(&mut h);
+    // The [16, 8] embedding, gathered from both ranks' flat partitions.
+    assert!(h.query_all_by_label("[16, 8]").count() >= 1);
+    h.get_by_label("count");
+    assert!(h.query_all_by_label("128").count() >= 2);
+}

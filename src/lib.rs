@@ -24,6 +24,7 @@ pub mod fsio;
 #[cfg(feature = "gui")]
 pub mod gui;
 pub mod jobs;
+pub mod launch;
 mod mem;
 pub mod platform;
 #[cfg(feature = "python")]

@@ -6,11 +6,9 @@
 //! registry opens files with `tensorscope-gui.exe` (`src/gui_main.rs`), a
 //! program with no console.
 
-use tensorscope::cli;
-
 fn main() {
     ignore_file_size_signal();
-    std::process::exit(cli::main(std::env::args_os()));
+    std::process::exit(tensorscope::launch::main(std::env::args_os()));
 }
 
 /// A write past the file-size limit (`ulimit -f`) then fails with EFBIG,

@@ -186,13 +186,6 @@ pub enum Launch {
 
 /// What the desktop explorer opens at start.
 #[derive(Debug, Default)]
-#[cfg_attr(
-    not(feature = "gui"),
-    expect(
-        dead_code,
-        reason = "read only by the explorer, which this build lacks"
-    )
-)]
 pub struct ExplorerArgs {
     /// Files, shard indexes or folders, one tab each.
     pub files: Vec<PathBuf>,
@@ -241,42 +234,6 @@ where
 /// The `metadata` object of `info --json` for an opened checkpoint.
 pub fn info_metadata(ck: &crate::format::Checkpoint) -> serde_json::Value {
     info::InfoDoc::new(ck).metadata
-}
-
-/// The whole command line: parses `args` (the program's name first), then
-/// runs a verb, the desktop explorer or the desktop integration; returns
-/// the exit code. The `tensorscope` binary and the Python module's
-/// `tensorscope` command both run this.
-pub fn main<I, T>(args: I) -> i32
-where
-    I: IntoIterator<Item = T>,
-    T: Into<OsString> + Clone,
-{
-    match parse(args) {
-        Launch::Verb(verb) => run_verb(verb),
-        Launch::Explorer(args) => explorer(args),
-        Launch::InstallDesktop => install_desktop(),
-        Launch::UninstallDesktop => uninstall_desktop(),
-        Launch::Exit(code) => code,
-    }
-}
-
-#[cfg(feature = "gui")]
-fn explorer(args: ExplorerArgs) -> i32 {
-    // Started by a double-click on the console program (Windows made a
-    // console window for it): that window goes, the explorer's stays.
-    #[cfg(windows)]
-    crate::platform::windows::leave_own_console();
-    crate::gui::run(args.files, args.demo, args.compare, args.series)
-}
-
-#[cfg(not(feature = "gui"))]
-fn explorer(_: ExplorerArgs) -> i32 {
-    eprintln!(
-        "tensorscope: this build has no desktop explorer (built without the `gui` feature); \
-         run a verb instead (tensorscope --help)"
-    );
-    EXIT_ERROR
 }
 
 /// Runs a verb, writing its result on stdout; returns the exit code (2

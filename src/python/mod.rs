@@ -85,7 +85,7 @@ fn cli_main(py: Python<'_>) -> PyResult<i32> {
     // The explorer's event loop must own the main thread: run here, with
     // the GIL released so nothing else waits on it.
     let code = py.detach(|| {
-        let code = crate::cli::main(argv);
+        let code = crate::launch::main(argv);
         // A library has no runtime that flushes stdout at exit.
         let _ = std::io::stdout().flush();
         code

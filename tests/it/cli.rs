@@ -1,5 +1,6 @@
 //! The command line as a user runs it: JSON documents and exit codes.
 
+use crate::exe::OutputOnceMore as _;
 use std::fmt::Write as _;
 use std::path::Path;
 use std::process::Stdio;
@@ -10,7 +11,7 @@ use crate::fixtures::{small_model, with_header, write};
 pub fn run(args: &[&std::ffi::OsStr]) -> (i32, String, String) {
     let out = crate::exe::command()
         .args(args)
-        .output()
+        .output_once_more()
         .expect("run tensorscope");
     (
         out.status.code().unwrap_or(-1),

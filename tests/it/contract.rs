@@ -3,6 +3,7 @@
 //! after parsing, and exits with the documented code; an output that cannot
 //! be written is an error (exit 2), not a success.
 
+use crate::exe::OutputOnceMore as _;
 use std::path::Path;
 use std::process::Stdio;
 
@@ -14,7 +15,7 @@ fn run_json(args: &[&str]) -> (i32, String) {
         .args(args)
         .arg("--json")
         .stdin(Stdio::null())
-        .output()
+        .output_once_more()
         .expect("run tensorscope");
     (
         out.status.code().unwrap_or(-1),

@@ -2,6 +2,7 @@
 //! home: the entry validates and the default handler is Tensorscope.
 //! (desktop-file-utils, xdg-utils and shared-mime-info: see the README.)
 
+use crate::exe::OutputOnceMore as _;
 use std::path::Path;
 use std::process::Command;
 
@@ -9,7 +10,7 @@ fn tool(name: &str) -> bool {
     Command::new("sh")
         .arg("-c")
         .arg(format!("command -v {name}"))
-        .output()
+        .output_once_more()
         .is_ok_and(|o| o.status.success())
 }
 
@@ -28,7 +29,7 @@ fn install_desktop_registers_the_mime_type_and_handler() {
             .env("XDG_DATA_HOME", &data)
             .env("XDG_CONFIG_HOME", &config)
             .env("HOME", dir.path())
-            .output()
+            .output_once_more()
             .expect("run")
     };
     let out = run("--install-desktop");
@@ -60,7 +61,7 @@ fn install_desktop_registers_the_mime_type_and_handler() {
     if tool("desktop-file-validate") {
         let v = Command::new("desktop-file-validate")
             .arg(&entry_path)
-            .output()
+            .output_once_more()
             .expect("validate");
         assert!(
             v.status.success() && v.stdout.is_empty(),
@@ -114,7 +115,7 @@ fn install_desktop_registers_the_mime_type_and_handler() {
                 .env("XDG_DATA_HOME", &data)
                 .env("XDG_CONFIG_HOME", &config)
                 .env("HOME", dir.path())
-                .output()
+                .output_once_more()
                 .expect("xdg-mime");
             String::from_utf8_lossy(&q.stdout).trim().to_owned()
         } else {

@@ -4,6 +4,7 @@
     reason = "a and b are the two sides of every comparison"
 )]
 
+use crate::exe::OutputOnceMore as _;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -284,7 +285,7 @@ fn cli_exit_codes_and_json() {
     );
     let same = crate::exe::command()
         .args(["diff".as_ref(), a.as_os_str(), a.as_os_str()])
-        .output()
+        .output_once_more()
         .expect("run");
     assert_eq!(same.status.code(), Some(0));
     let out = crate::exe::command()
@@ -294,7 +295,7 @@ fn cli_exit_codes_and_json() {
             b.as_os_str(),
             "--json".as_ref(),
         ])
-        .output()
+        .output_once_more()
         .expect("run");
     assert_eq!(out.status.code(), Some(1));
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
@@ -323,7 +324,7 @@ fn cli_exit_codes_and_json() {
             "--rtol".as_ref(),
             "0.25".as_ref(),
         ])
-        .output()
+        .output_once_more()
         .expect("run");
     assert_eq!(
         tol.status.code(),
@@ -339,7 +340,7 @@ fn cli_exit_codes_and_json() {
             missing.as_os_str(),
             "--json".as_ref(),
         ])
-        .output()
+        .output_once_more()
         .expect("run");
     assert_eq!(bad.status.code(), Some(2));
     let doc: serde_json::Value = serde_json::from_slice(&bad.stdout).expect("json");
@@ -352,7 +353,7 @@ fn cli_exit_codes_and_json() {
             "--only-changed".as_ref(),
             "--json".as_ref(),
         ])
-        .output()
+        .output_once_more()
         .expect("run");
     let doc: serde_json::Value = serde_json::from_slice(&only.stdout).expect("json");
     assert_eq!(doc["tensors"].as_array().map(Vec::len), Some(0));

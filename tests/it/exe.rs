@@ -42,3 +42,31 @@ pub fn command() -> Command {
     cmd.args(words).arg(path());
     cmd
 }
+
+/// `Command::output`, run once more when the program under test ran in
+/// the emulator and ended with nothing at all on stdout and stderr.
+///
+/// Wine 8.0 now and then ends a program before it wrote anything (seen on
+/// a few runs in a hundred and fifty, each time on a different test, with
+/// `WINEDEBUG=-all` hiding why), where every other run of the same
+/// command prints its document. Every command the tests run prints
+/// something, so that one case runs again, once, and says so on the
+/// test's stdout; the native build never runs anything twice.
+pub trait OutputOnceMore {
+    /// See the trait.
+    fn output_once_more(&mut self) -> std::io::Result<std::process::Output>;
+}
+
+impl OutputOnceMore for Command {
+    fn output_once_more(&mut self) -> std::io::Result<std::process::Output> {
+        let out = self.output()?;
+        if foreign() && out.stdout.is_empty() && out.stderr.is_empty() {
+            println!(
+                "{:?}: the emulator ended the program with no output ({:?}); running it again",
+                self, out.status
+            );
+            return self.output();
+        }
+        Ok(out)
+    }
+}

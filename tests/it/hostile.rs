@@ -1,5 +1,6 @@
 //! Hostile inputs: no panic, no unbounded allocation, no hang.
 
+use crate::exe::OutputOnceMore as _;
 use std::fmt::Write as _;
 
 use tensorscope::format::{Checkpoint, parse};
@@ -199,7 +200,7 @@ fn repeated_tensor_names_are_told_with_both_entries() {
         .arg("validate")
         .arg(&p)
         .arg("--json")
-        .output()
+        .output_once_more()
         .expect("run");
     assert_eq!(out.status.code(), Some(1));
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");

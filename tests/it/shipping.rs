@@ -3,12 +3,14 @@
 //! and every flag its `--help` lists, and `--version` says what a bug
 //! report needs.
 
+use crate::exe::OutputOnceMore as _;
+
 fn tensorscope(args: &[&str]) -> (i32, String) {
     let out = crate::exe::command()
         .args(args)
         .env_remove("DISPLAY")
         .env_remove("WAYLAND_DISPLAY")
-        .output()
+        .output_once_more()
         .expect("run");
     (
         out.status.code().unwrap_or(-1),

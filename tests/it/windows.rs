@@ -2,6 +2,7 @@
 //! Windows has. Each test steps aside unless the program under test is a
 //! `.exe` run by wine (`TENSORSCOPE_TEST_EXE`, `TENSORSCOPE_TEST_RUNNER`).
 
+use crate::exe::OutputOnceMore as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -24,7 +25,7 @@ fn reg(args: &[&str]) -> (i32, String) {
         .args(words)
         .arg("reg")
         .args(args)
-        .output()
+        .output_once_more()
         .expect("run reg");
     (
         out.status.code().unwrap_or(-1),
@@ -77,7 +78,10 @@ fn classes_snapshot(dir: &Path, name: &str) -> String {
 }
 
 fn run(args: &[&str]) -> (i32, String, String) {
-    let out = crate::exe::command().args(args).output().expect("run");
+    let out = crate::exe::command()
+        .args(args)
+        .output_once_more()
+        .expect("run");
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -234,7 +238,7 @@ fn windows_paths_open_in_every_spelling() {
     let out = crate::exe::command()
         .args(["validate", "m.safetensors", "--json"])
         .current_dir(dir.path())
-        .output()
+        .output_once_more()
         .expect("run");
     assert_eq!(out.status.code(), Some(0));
 }
@@ -290,7 +294,7 @@ fn remote_files_are_cached_in_local_app_data() {
     let out = crate::exe::command()
         .args(["info", &server.url("/m.safetensors"), "--json"])
         .env_remove("TENSORSCOPE_CACHE_DIR")
-        .output()
+        .output_once_more()
         .expect("run");
     assert_eq!(
         out.status.code(),

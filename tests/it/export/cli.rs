@@ -1,6 +1,7 @@
 //! The `export` verb: its JSON report, and its errors as one JSON document
 //! with exit code 2.
 
+use crate::exe::OutputOnceMore as _;
 use safetensors::Dtype as RefDtype;
 
 use super::every_dtype;
@@ -9,7 +10,7 @@ use crate::fixtures::{RefTensor, reference_file, write};
 fn cli(args: &[&std::ffi::OsStr]) -> (i32, serde_json::Value) {
     let out = crate::exe::command()
         .args(args)
-        .output()
+        .output_once_more()
         .expect("run tensorscope");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let doc = serde_json::from_str(&stdout).unwrap_or_else(|e| {

@@ -14,6 +14,7 @@ mod layouts;
 mod refused;
 mod zips;
 
+use crate::exe::OutputOnceMore as _;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -34,7 +35,7 @@ fn tensorscope(cwd: Option<&Path>, args: &[&OsStr]) -> Outcome {
     if let Some(dir) = cwd {
         cmd.current_dir(dir);
     }
-    let out = cmd.output().expect("run tensorscope");
+    let out = cmd.output_once_more().expect("run tensorscope");
     let shown = args
         .iter()
         .map(|a| a.to_string_lossy())

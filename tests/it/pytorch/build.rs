@@ -3,6 +3,7 @@
 //! deflated) and the legacy format; and the run of a verb in a bounded
 //! child process.
 
+use crate::exe::OutputOnceMore as _;
 use std::io::Write as _;
 use std::path::Path;
 use std::process::Command;
@@ -236,19 +237,7 @@ const ADDRESS_SPACE_KIB: u64 = 3 << 20;
 /// (`ulimit -v`): it must end by an exit code, not a signal or a panic,
 /// with exactly one JSON document on stdout.
 pub fn run(cwd: &Path, args: &[&str]) -> Run {
-    let mut out = run_once(cwd, args);
-    // Wine 8.0 now and then ends a program before it wrote anything, with
-    // nothing on stderr either (seen once in CI, on a refusal that every
-    // other run of the same file printed). A program of ours always writes
-    // its document, so under the emulator that one case runs again, once,
-    // and says so; the native build never retries.
-    if crate::exe::foreign() && out.stdout.is_empty() && out.stderr.is_empty() {
-        println!(
-            "{args:?}: the emulator ended the program with no output ({:?}); running it again",
-            out.status
-        );
-        out = run_once(cwd, args);
-    }
+    let out = run_once(cwd, args);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
     let code = out
@@ -276,6 +265,6 @@ fn run_once(cwd: &Path, args: &[&str]) -> std::process::Output {
     cmd.args(args)
         .arg("--json")
         .current_dir(cwd)
-        .output()
+        .output_once_more()
         .expect("run")
 }

@@ -4,6 +4,7 @@
 //! named verbatim, `validate` says invalid, the readers refuse, and the
 //! working folder stays empty.
 
+use crate::exe::OutputOnceMore as _;
 use std::path::Path;
 
 use super::build::{T, f32s, legacy, legacy_keys, legacy_object, run, state_dict, su, torch_zip};
@@ -169,7 +170,7 @@ fn no_payload_runs_and_each_is_named() {
         let out = crate::exe::command()
             .args(["info", file.to_str().expect("utf-8")])
             .current_dir(&work)
-            .output()
+            .output_once_more()
             .expect("run");
         assert!(
             matches!(out.status.code(), Some(0..=2)),

@@ -5,6 +5,7 @@
 //! exported values, `diff` of an original against its quantization, and
 //! hostile checkpoints (exit codes 0/1/2, never a panic).
 
+use crate::exe::OutputOnceMore as _;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -30,7 +31,7 @@ fn run(args: &[&str]) -> Run {
     let out = crate::exe::command()
         .args(args)
         .stdin(Stdio::null())
-        .output()
+        .output_once_more()
         .expect("run tensorscope");
     let r = Run {
         code: out.status.code().unwrap_or(-1),

@@ -8,6 +8,7 @@ mod pytorch;
 mod series;
 pub mod server;
 
+use crate::exe::OutputOnceMore as _;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -32,7 +33,7 @@ fn run(cache: &Path, env: &[(&str, &str)], args: &[&str]) -> (i32, String, Strin
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let out = cmd.output().expect("run tensorscope");
+    let out = cmd.output_once_more().expect("run tensorscope");
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),

@@ -2,11 +2,12 @@
 //! with exit code 2.
 
 use super::{official, source, tricky_f32};
+use crate::exe::OutputOnceMore as _;
 
 fn cli(args: &[&std::ffi::OsStr]) -> (i32, serde_json::Value, String) {
     let out = crate::exe::command()
         .args(args)
-        .output()
+        .output_once_more()
         .expect("run tensorscope");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();

@@ -1,6 +1,7 @@
 //! The `stats` verb: its JSON document, tensor selection, exit codes, and
 //! a sharded model.
 
+use crate::exe::OutputOnceMore as _;
 use std::path::Path;
 
 use super::f32_bytes;
@@ -9,7 +10,7 @@ use crate::fixtures::{RefTensor, reference_file, write};
 fn run_cli(args: &[&std::ffi::OsStr]) -> (i32, serde_json::Value, String) {
     let out = crate::exe::command()
         .args(args)
-        .output()
+        .output_once_more()
         .expect("run tensorscope");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let doc = serde_json::from_str(&stdout).unwrap_or(serde_json::Value::Null);

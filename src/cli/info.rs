@@ -303,6 +303,13 @@ impl InfoDoc {
         let mut s = String::new();
         let _ = writeln!(s, "path:        {}", self.path);
         let _ = writeln!(s, "format:      {}", self.format);
+        if let Some(zero) = &self.zero {
+            let _ = writeln!(
+                s,
+                "zero:        stage {}, {} ranks",
+                zero["stage"], zero["world_size"]
+            );
+        }
         if let Some(h) = self.header_size {
             let _ = writeln!(
                 s,
@@ -357,7 +364,13 @@ impl InfoDoc {
                     let _ = write!(s, "  {b}..{e}");
                 }
                 None if t.compression.is_some() => s.push_str("  (deflated)"),
-                None => s.push_str("  (decoded)"),
+                None => match t.container.get("chunks").and_then(|c| c.as_array()) {
+                    // A distributed checkpoint's tensor cut across ranks.
+                    Some(chunks) => {
+                        let _ = write!(s, "  ({} chunks)", chunks.len());
+                    }
+                    None => s.push_str("  (decoded)"),
+                },
             }
             if let Some(order) = t.byte_order {
                 let _ = write!(s, "  {order}-endian");

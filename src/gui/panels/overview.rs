@@ -152,7 +152,11 @@ pub fn overview_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &mut
                     .show(ui, |ui| {
                         for m in &shown {
                             ui.weak(safe_text(&m.key, 48));
-                            ui.label(safe_text(&m.value, 200));
+                            // A grid cell does not wrap: a long value (a
+                            // distributed checkpoint's parameter list) would
+                            // widen the panel over the table. The Metadata
+                            // page shows it whole.
+                            ui.label(safe_text(&m.value, OVERVIEW_VALUE_CHARS));
                             ui.end_row();
                         }
                     });
@@ -163,6 +167,9 @@ pub fn overview_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &mut
             }
         });
 }
+
+/// The characters of a metadata value the overview shows.
+const OVERVIEW_VALUE_CHARS: usize = 72;
 
 fn section(ui: &mut egui::Ui, title: &str) {
     ui.add_space(8.0);

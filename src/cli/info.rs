@@ -157,6 +157,20 @@ fn pickle_doc(ck: &Checkpoint) -> Option<PickleDoc> {
     })
 }
 
+/// The document's `metadata`: a single file's, a split GGUF's first
+/// part's, or a shard index's.
+pub fn metadata_of(ck: &Checkpoint) -> serde_json::Value {
+    match ck.kind() {
+        CheckpointKind::Single => metadata_json(ck.shards()[0].file()),
+        CheckpointKind::Folder => ck
+            .shards()
+            .first()
+            .filter(|s| s.file().gguf().is_some())
+            .map_or(serde_json::Value::Null, |s| metadata_json(s.file())),
+        CheckpointKind::Sharded { metadata, .. } => metadata.clone(),
+    }
+}
+
 fn metadata_json(file: &crate::format::StoredFile) -> serde_json::Value {
     file.metadata_values()
         .map_or(serde_json::Value::Null, serde_json::Value::Object)
@@ -222,15 +236,10 @@ impl InfoDoc {
                 })
                 .collect()
         };
-        let (file_size, header_size, metadata, shards) = match &ck.kind() {
+        let (file_size, header_size, shards) = match &ck.kind() {
             CheckpointKind::Single => {
                 let f = &ck.shards()[0].file();
-                (
-                    f.file_size(),
-                    Some(f.header().header_size()),
-                    metadata_json(f),
-                    None,
-                )
+                (f.file_size(), Some(f.header().header_size()), None)
             }
             // A folder of files: their sizes together, each one a shard.
             CheckpointKind::Folder => (
@@ -238,19 +247,11 @@ impl InfoDoc {
                     .iter()
                     .fold(0u64, |a, s| a.saturating_add(s.file().file_size())),
                 None,
-                // A split GGUF's metadata is its first part's.
-                ck.shards()
-                    .first()
-                    .filter(|s| s.file().gguf().is_some())
-                    .map_or(serde_json::Value::Null, |s| metadata_json(s.file())),
                 Some(shard_docs()),
             ),
-            CheckpointKind::Sharded {
-                metadata,
-                index_bytes,
-                ..
-            } => (*index_bytes, None, metadata.clone(), Some(shard_docs())),
+            CheckpointKind::Sharded { index_bytes, .. } => (*index_bytes, None, Some(shard_docs())),
         };
+        let metadata = metadata_of(ck);
         Self {
             path: path_string(ck.path()),
             format: ck.container().id(),

@@ -233,7 +233,7 @@ where
 
 /// The `metadata` object of `info --json` for an opened checkpoint.
 pub fn info_metadata(ck: &crate::format::Checkpoint) -> serde_json::Value {
-    info::InfoDoc::new(ck).metadata
+    info::metadata_of(ck)
 }
 
 /// Runs a verb, writing its result on stdout; returns the exit code (2

@@ -52,6 +52,26 @@ impl From<crate::jobs::Cancelled> for DecodeError {
     }
 }
 
+/// Bytes `range` of file `k` of the files a [`Decode`] is given:
+/// `StoragePastEnd` when they are not all there.
+pub fn file_range<'f>(
+    files: &[&'f [u8]],
+    k: usize,
+    range: &Range<u64>,
+) -> Result<&'f [u8], DecodeError> {
+    files
+        .get(k)
+        .zip(usize::try_from(range.start).ok())
+        .zip(usize::try_from(range.end).ok())
+        .and_then(|((f, a), b)| f.get(a..b))
+        .ok_or_else(|| {
+            DecodeError::invalid(
+                "StoragePastEnd",
+                format!("bytes {range:?} of file {k} are missing"),
+            )
+        })
+}
+
 /// A tensor's bytes that are not one slice of a file, decoded by its
 /// container.
 pub trait Decode: Send + Sync + std::fmt::Debug {

@@ -7,12 +7,11 @@
 use std::collections::HashMap;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use super::{CONTAINER, Chunked};
+use super::CONTAINER;
 use crate::format::blocks::{self, Block, Rules};
 use crate::format::containers::ContainerKind;
-use crate::format::decode::{Data, Opened, Tensor};
+use crate::format::decode::{Opened, Tensor};
 use crate::format::opened::{Siblings, into_file, refusal};
 use crate::format::{LoadError, StoredFile};
 use crate::source::Source;
@@ -64,7 +63,7 @@ fn sharding(header: &serde_json::Value) -> Option<HashMap<String, Vec<u64>>> {
 /// its bytes (file, range).
 struct Chunk {
     dtype: crate::dtype::Dtype,
-    block: Block<(usize, std::ops::Range<u64>)>,
+    block: super::ChunkBlock,
     file: String,
 }
 
@@ -206,12 +205,8 @@ fn global(name: &str, chunks: Vec<Chunk>) -> Result<Tensor, String> {
             *s = (*s).max(end);
         }
     }
-    let layout: Vec<serde_json::Value> = chunks
-        .iter()
-        .map(|c| serde_json::json!({"offsets": c.block.origin, "sizes": c.block.shape, "file": c.file}))
-        .collect();
-    let mut blocks_of: Vec<Block<(usize, std::ops::Range<u64>)>> =
-        chunks.into_iter().map(|c| c.block).collect();
+    let (blocks_of, files): (Vec<super::ChunkBlock>, Vec<String>) =
+        chunks.into_iter().map(|c| (c.block, c.file)).unzip();
     blocks::check(
         &shape,
         &blocks_of,
@@ -220,26 +215,5 @@ fn global(name: &str, chunks: Vec<Chunk>) -> Result<Tensor, String> {
             overhang: false,
         },
     )?;
-    let whole = blocks_of.len() == 1;
-    let data = if whole {
-        let (file, range) = blocks_of.swap_remove(0).piece;
-        Data::Plain {
-            file,
-            range,
-            big_endian: false,
-        }
-    } else {
-        Data::Decoded(Arc::new(Chunked {
-            shape: shape.clone(),
-            element: (dtype.bits() / 8) as usize,
-            blocks: blocks_of,
-        }))
-    };
-    Ok(Tensor {
-        name: name.to_owned(),
-        dtype,
-        shape,
-        data,
-        facts: vec![("chunks", serde_json::Value::Array(layout))],
-    })
+    Ok(super::global_tensor(name, dtype, shape, blocks_of, &files))
 }

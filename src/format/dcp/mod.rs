@@ -252,6 +252,9 @@ pub(crate) fn is_plain_name(name: &str) -> bool {
         && !(name.len() >= 2 && name.as_bytes()[1] == b':')
 }
 
+/// A chunk of a global tensor: where it lies, and its file and bytes.
+pub(super) type ChunkBlock = Block<(usize, Range<u64>)>;
+
 /// Finds a storage entry's bytes: its file, range, and the bytes.
 type Span<'s, 'a> =
     &'s dyn Fn(&str, &metadata::StorageInfo) -> Result<(usize, Range<u64>, &'a [u8]), LoadError>;
@@ -286,8 +289,7 @@ fn tensor(
             dtype.name()
         )));
     }
-    let element = (dtype.bits() / 8) as usize;
-    let mut blocks_of: Vec<Block<(usize, Range<u64>)>> = Vec::with_capacity(chunks.len());
+    let mut blocks_of: Vec<ChunkBlock> = Vec::with_capacity(chunks.len());
     for (offsets, sizes) in chunks {
         if offsets.len() != shape.len() || sizes.len() != shape.len() {
             return Err(rule(format!(
@@ -311,7 +313,6 @@ fn tensor(
         },
     )
     .map_err(rule)?;
-    let mut layout = Vec::with_capacity(chunks.len());
     let mut files = Vec::with_capacity(chunks.len());
     for b in &mut blocks_of {
         let Some(s) = meta.storage.get(&(key.to_owned(), Some(b.origin.clone()))) else {
@@ -328,15 +329,27 @@ fn tensor(
             )
         })?;
         b.piece = (k, range.start + inner.start..range.start + inner.end);
-        layout.push(serde_json::json!({
-            "offsets": b.origin,
-            "sizes": b.shape,
-            "file": s.relative_path,
-        }));
         files.push(s.relative_path.clone());
     }
-    let whole = blocks_of.len() == 1 && blocks_of[0].origin.iter().all(|&o| o == 0);
-    let data = if whole {
+    Ok(global_tensor(key, dtype, shape.to_vec(), blocks_of, &files))
+}
+
+/// A global tensor whose chunks were checked to tile its shape: one chunk
+/// is a slice of its file, read in place; several are assembled. `files`
+/// names each chunk's file, for `info`'s `chunks`.
+pub(super) fn global_tensor(
+    name: &str,
+    dtype: crate::dtype::Dtype,
+    shape: Vec<u64>,
+    mut blocks_of: Vec<ChunkBlock>,
+    files: &[String],
+) -> Tensor {
+    let layout = blocks_of
+        .iter()
+        .zip(files)
+        .map(|(b, file)| serde_json::json!({"offsets": b.origin, "sizes": b.shape, "file": file}))
+        .collect();
+    let data = if blocks_of.len() == 1 {
         let (file, range) = blocks_of.swap_remove(0).piece;
         Data::Plain {
             file,
@@ -345,20 +358,18 @@ fn tensor(
         }
     } else {
         Data::Decoded(Arc::new(Chunked {
-            shape: shape.to_vec(),
-            element,
+            shape: shape.clone(),
+            element: (dtype.bits() / 8) as usize,
             blocks: blocks_of,
         }))
     };
-    files.sort();
-    files.dedup();
-    Ok(Tensor {
-        name: key.to_owned(),
+    Tensor {
+        name: name.to_owned(),
         dtype,
-        shape: shape.to_vec(),
+        shape,
         data,
         facts: vec![("chunks", serde_json::Value::Array(layout))],
-    })
+    }
 }
 
 /// Where, in a chunk's nested `torch.save` zip, its one tensor's bytes
@@ -449,7 +460,7 @@ fn nested_value(slice: &[u8]) -> Result<(serde_json::Value, BTreeSet<String>), N
 pub struct Chunked {
     pub(super) shape: Vec<u64>,
     pub(super) element: usize,
-    pub(super) blocks: Vec<Block<(usize, Range<u64>)>>,
+    pub(super) blocks: Vec<ChunkBlock>,
 }
 
 impl Decode for Chunked {
@@ -470,16 +481,7 @@ impl Decode for Chunked {
             &self.blocks,
             &fill,
             &|(k, range): &(usize, Range<u64>), out: &mut Vec<u8>| {
-                let bytes = files
-                    .get(*k)
-                    .and_then(|f| f.get(range.start as usize..range.end as usize))
-                    .ok_or_else(|| {
-                        DecodeError::invalid(
-                            "StoragePastEnd",
-                            format!("bytes {range:?} of file {k} are missing"),
-                        )
-                    })?;
-                out.extend_from_slice(bytes);
+                out.extend_from_slice(crate::format::decode::file_range(files, *k, range)?);
                 Ok(())
             },
             cancel,

@@ -43,15 +43,7 @@ impl Decode for Pieces {
         let mut wide: Vec<u8> = Vec::new();
         let mut values: Vec<f64> = Vec::new();
         for (k, range) in &self.pieces {
-            let bytes = files
-                .get(*k)
-                .and_then(|f| f.get(range.start as usize..range.end as usize))
-                .ok_or_else(|| {
-                    DecodeError::invalid(
-                        "StoragePastEnd",
-                        format!("bytes {range:?} of file {k} are missing"),
-                    )
-                })?;
+            let bytes = crate::format::decode::file_range(files, *k, range)?;
             for part in bytes.chunks(chunk as usize) {
                 cancel.check()?;
                 match self.widen {

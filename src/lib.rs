@@ -31,6 +31,7 @@ pub mod platform;
 mod python;
 pub mod quant;
 pub mod resave;
+pub mod scan;
 pub mod series;
 pub mod source;
 pub mod stats;

@@ -30,6 +30,7 @@ mod json;
 pub mod output;
 mod quant_doc;
 mod resave;
+mod scan;
 mod series;
 mod stats;
 mod validate;
@@ -46,6 +47,7 @@ use crate::dtype::decode::BitOrder;
 pub use export::ExportArgs;
 pub use output::{ErrorDoc, Output};
 pub use resave::ResaveArgs;
+pub use scan::ScanArgs;
 pub use stats::StatsArgs;
 
 /// Exit code: success (valid, equal).
@@ -113,6 +115,10 @@ pub enum Verb {
     /// Write a new checkpoint: a subset, renamed, with edited metadata and
     /// converted dtypes, optionally re-sharded.
     Resave(ResaveArgs),
+    /// Judge every file under each PATH (a file, a folder, a URL, a Hugging
+    /// Face repository) without running anything: safe, unsafe, invalid or
+    /// not a checkpoint; exit 1 if any is unsafe or invalid.
+    Scan(scan::ScanArgs),
     /// Print the shell completion script for bash, zsh, fish, elvish or
     /// PowerShell (e.g. `tensorscope completions bash > ~/.local/share/bash-completion/completions/tensorscope`).
     Completions(generate::CompletionsArgs),
@@ -254,6 +260,7 @@ pub fn run_verb_to(verb: Verb, out: &mut Output, cancel: &crate::jobs::CancelTok
         Verb::Series(a) => series::run(&a, out, cancel),
         Verb::Export(a) => export::run(&a, out, cancel),
         Verb::Resave(a) => resave::run(&a, out, cancel),
+        Verb::Scan(a) => scan::run(&a, out, cancel),
         Verb::Completions(a) => generate::completions(&a),
         Verb::Man => generate::man(),
     };

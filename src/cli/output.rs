@@ -194,6 +194,25 @@ pub fn fail(out: &mut Output, json: bool, doc: &ErrorDoc) -> i32 {
 /// on stderr beside it (see [`progress_bar`]; `started` is when the verb
 /// began, for the rate). The bar is cleared when `work` returns, or panics.
 pub fn with_progress_bar<T>(progress: &Progress, started: Instant, work: impl FnOnce() -> T) -> T {
+    with_progress_bar_in(progress, started, Units::Bytes, work)
+}
+
+/// What a progress bar counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Units {
+    /// Bytes, shown in GB and GB/s.
+    Bytes,
+    /// Files, shown as counts and files/s.
+    Files,
+}
+
+/// [`with_progress_bar`] counting `units`.
+pub fn with_progress_bar_in<T>(
+    progress: &Progress,
+    started: Instant,
+    units: Units,
+    work: impl FnOnce() -> T,
+) -> T {
     /// Sets the flag on drop, so a panic in `work` stops the bar too and
     /// the scope's join does not wait forever.
     struct Stop<'a>(&'a AtomicBool);
@@ -205,7 +224,7 @@ pub fn with_progress_bar<T>(progress: &Progress, started: Instant, work: impl Fn
     let done = AtomicBool::new(false);
     std::thread::scope(|s| {
         if !quiet() && io::stderr().is_terminal() {
-            s.spawn(|| progress_bar(progress, &done, started));
+            s.spawn(|| progress_bar(progress, &done, started, units));
         }
         let _stop = Stop(&done);
         work()
@@ -214,7 +233,7 @@ pub fn with_progress_bar<T>(progress: &Progress, started: Instant, work: impl Fn
 
 /// Draws a progress bar on stderr until `done`, when stderr is a terminal
 /// and the work takes more than a moment (short runs show none).
-fn progress_bar(progress: &Progress, done: &AtomicBool, started: Instant) {
+fn progress_bar(progress: &Progress, done: &AtomicBool, started: Instant, units: Units) {
     const WIDTH: usize = 30;
     if !io::stderr().is_terminal() {
         return;
@@ -228,19 +247,30 @@ fn progress_bar(progress: &Progress, done: &AtomicBool, started: Instant) {
         }
         let fraction = f64::from(progress.fraction().unwrap_or(0.0));
         let filled = ((fraction * WIDTH as f64) as usize).min(WIDTH);
-        let rate = progress.done() as f64 / elapsed.as_secs_f64().max(1e-9) / 1e9;
+        let per_second = progress.done() as f64 / elapsed.as_secs_f64().max(1e-9);
         let fetched = match progress.fetched() {
             0 => String::new(),
             n => format!(" fetched {:.2} GB", n as f64 / 1e9),
         };
+        let amounts = match units {
+            Units::Bytes => format!(
+                "{:.2} / {:.2} GB  {:.2} GB/s",
+                progress.done() as f64 / 1e9,
+                progress.total() as f64 / 1e9,
+                per_second / 1e9
+            ),
+            Units::Files => format!(
+                "{} / {} files  {:.0} files/s",
+                progress.done(),
+                progress.total(),
+                per_second
+            ),
+        };
         say_part!(
-            "\r[{}{}] {:5.1}%  {:.2} / {:.2} GB  {:.2} GB/s{fetched} ",
+            "\r[{}{}] {:5.1}%  {amounts}{fetched} ",
             "#".repeat(filled),
             " ".repeat(WIDTH - filled),
             fraction * 100.0,
-            progress.done() as f64 / 1e9,
-            progress.total() as f64 / 1e9,
-            rate
         );
         shown = true;
     }

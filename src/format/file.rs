@@ -87,6 +87,11 @@ impl StoredFile {
         Self::with_source(url.into(), Source::Remote(remote))
     }
 
+    /// Opens a remote file already open (its first block read).
+    pub(crate) fn open_remote(path: PathBuf, remote: RemoteFile) -> Result<Self, LoadError> {
+        Self::with_source(path, Source::Remote(remote))
+    }
+
     /// Recognises the container by its content: safetensors first (a
     /// file whose header length fits it and whose header starts with `{`
     /// is safetensors, valid or not, whatever its first byte), then each

@@ -373,3 +373,109 @@ fn stream_error(member: &Member, e: &dyn std::fmt::Display) -> ZipError {
         message: e.to_string(),
     }
 }
+
+/// Why a remote archive's directory or member could not be read.
+#[derive(Debug, Clone)]
+pub enum Fetch {
+    /// The server did not give the bytes.
+    Remote(crate::source::RemoteError),
+    /// The bytes are no readable archive.
+    Zip(ZipError),
+}
+
+/// Bytes of a remote archive's end read first: the end record (22), the
+/// ZIP64 locator (20), and the directory itself when the archive is small.
+const TAIL_GUESS: u64 = 4096;
+/// The longest end: the records and a comment of 65,535 bytes.
+const TAIL_MAX: u64 = 22 + 20 + 65_535;
+
+/// A central directory longer than this is refused (a million members).
+pub const MAX_DIRECTORY: u64 = 256 << 20;
+
+/// A local header's extra field read with the member, before its length
+/// is known (`torch.save` pads to 64 bytes: at most 67 with its `FB`
+/// field, plus the ZIP64 sizes).
+const EXTRA_GUESS: u64 = 256;
+
+/// Reads a remote archive's central directory into `remote`'s map
+/// (`bytes`, the whole file): the end records, then the directory, each by
+/// exact ranges; no member's data.
+pub fn fetch_directory(remote: &crate::source::RemoteFile, bytes: &[u8]) -> Result<Archive, Fetch> {
+    let len = bytes.len() as u64;
+    let slice = |r: std::ops::Range<u64>| -> &[u8] {
+        bytes
+            .get(r.start as usize..(r.end as usize).min(bytes.len()))
+            .unwrap_or_default()
+    };
+    let mut tail = TAIL_GUESS.min(len);
+    let directory = loop {
+        let start = len - tail;
+        remote.read_into_map(start..len).map_err(Fetch::Remote)?;
+        match locate_directory(slice(start..len), start, len).map_err(Fetch::Zip)? {
+            Directory::NotInTail if tail < TAIL_MAX.min(len) => tail = TAIL_MAX.min(len),
+            Directory::NotInTail => {
+                return Err(Fetch::Zip(ZipError::Archive(
+                    "no end-of-central-directory record in its last bytes".into(),
+                )));
+            }
+            Directory::Zip64Record(at) => {
+                remote.read_into_map(at..at + 56).map_err(Fetch::Remote)?;
+                break zip64_directory(slice(at..at + 56), at).map_err(Fetch::Zip)?;
+            }
+            at @ Directory::At(_) => break at,
+        }
+    };
+    let Directory::At(range) = directory else {
+        return Err(Fetch::Zip(ZipError::Archive("no central directory".into())));
+    };
+    if range.end - range.start > MAX_DIRECTORY {
+        return Err(Fetch::Zip(ZipError::Archive(format!(
+            "its central directory is {} bytes; at most {MAX_DIRECTORY} are read",
+            range.end - range.start
+        ))));
+    }
+    remote.read_into_map(range).map_err(Fetch::Remote)?;
+    open_directory(bytes).map_err(Fetch::Zip)
+}
+
+/// Reads member `index` of a remote archive into `remote`'s map: its local
+/// header, checked, then its (compressed) bytes, at most `max` of them;
+/// its data start is set in `archive`.
+pub fn fetch_member(
+    remote: &crate::source::RemoteFile,
+    bytes: &[u8],
+    archive: &mut Archive,
+    index: usize,
+    max: u64,
+) -> Result<(), Fetch> {
+    let len = bytes.len() as u64;
+    let Some(m) = archive.members().get(index).cloned() else {
+        return Ok(());
+    };
+    if m.compressed_size > max {
+        return Err(Fetch::Zip(ZipError::Archive(format!(
+            "{:?} is {} bytes; at most {max} are read",
+            m.name, m.compressed_size
+        ))));
+    }
+    let guess = m
+        .header_start
+        .saturating_add(30 + m.name.len() as u64 + EXTRA_GUESS)
+        .saturating_add(m.compressed_size)
+        .min(len);
+    remote
+        .read_into_map(m.header_start..guess)
+        .map_err(Fetch::Remote)?;
+    let start = local_data_start(bytes, m.header_start).ok_or_else(|| {
+        Fetch::Zip(ZipError::Archive(format!(
+            "member {:?} has no local header at byte {}",
+            m.name, m.header_start
+        )))
+    })?;
+    let end = start.saturating_add(m.compressed_size).min(len);
+    if end > guess {
+        remote.read_into_map(guess..end).map_err(Fetch::Remote)?;
+    }
+    archive.set_data_start(index, start);
+    Ok(())
+}

@@ -26,6 +26,7 @@ mod quant;
 mod quant_oracle;
 mod remote;
 mod resave;
+mod scan;
 mod series;
 mod shards;
 mod shipping;

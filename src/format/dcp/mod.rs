@@ -26,7 +26,7 @@ use crate::jobs::CancelToken;
 
 /// The globals `.metadata` may name beyond PICKLE.md's allowlist: DCP's
 /// records (what torch 2.15 writes), each only the fields of its state.
-const ALLOWED: &[&str] = &[
+pub(crate) const ALLOWED: &[&str] = &[
     "torch.distributed.checkpoint.metadata.Metadata",
     "torch.distributed.checkpoint.metadata.TensorStorageMetadata",
     "torch.distributed.checkpoint.metadata.BytesStorageMetadata",

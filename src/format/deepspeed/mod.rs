@@ -27,7 +27,7 @@ use crate::source::Source;
 
 /// The globals DeepSpeed's files may name beyond PICKLE.md's allowlist:
 /// records and enum values, read as their fields and values only.
-const ALLOWED: &[&str] = &[
+pub(crate) const ALLOWED: &[&str] = &[
     "deepspeed.runtime.zero.config.ZeroStageEnum",
     "deepspeed.checkpoint.constants.ZeroStageEnum",
     "deepspeed.runtime.fp16.loss_scaler.LossScaler",

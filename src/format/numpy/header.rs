@@ -136,6 +136,26 @@ pub fn parse_header(bytes: &[u8]) -> Result<NpyHeader, NumpyError> {
     })
 }
 
+/// Where a `.npy`'s data starts when numpy pickled it (a dtype holding
+/// Python objects: `O`, or a record dtype, which numpy pickles when a field
+/// is an object): `Ok(Some(offset))`; `Ok(None)` for an array of plain
+/// elements; or why the header is not a `.npy` header.
+pub fn pickled_data(bytes: &[u8]) -> Result<Option<u64>, NumpyError> {
+    match parse_header(bytes) {
+        Ok(_) => Ok(None),
+        Err(NumpyError::Dtype { descr, .. })
+            if descr == "[...]"
+                || matches!(
+                    descr.trim_start_matches(['<', '>', '|', '=']),
+                    "O" | "O4" | "O8"
+                ) =>
+        {
+            header_end(bytes)
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// The dtype and byte order a `descr` names, or why it is refused.
 pub fn dtype_of(descr: &str) -> Result<(Dtype, ByteOrder), NumpyError> {
     let refused = |why: &'static str| NumpyError::Dtype {

@@ -91,3 +91,8 @@ def diff(a: _Path, b: _Path) -> Dict[str, Any]:
 
 def convert(src: _Path, dst: _Path) -> Dict[str, Any]:
     """Writes what `tensorscope resave SRC -o DST` writes; returns its `--json` document."""
+
+def scan(path: _Path) -> Union[Dict[str, Any], List[Dict[str, Any]]]:
+    """The row `tensorscope scan --json PATH` prints for a file (`path`, `format`, `verdict`,
+    `findings`, `bytes`, `tensors`), as a dict; for a folder or a Hugging Face repository,
+    the list of its files' rows. Nothing is executed or written."""

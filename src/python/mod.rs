@@ -44,6 +44,7 @@ fn tensorscope(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(verbs::stats, m)?)?;
     m.add_function(wrap_pyfunction!(verbs::diff, m)?)?;
     m.add_function(wrap_pyfunction!(verbs::convert, m)?)?;
+    m.add_function(wrap_pyfunction!(verbs::scan, m)?)?;
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add(
         "__all__",
@@ -58,6 +59,7 @@ fn tensorscope(m: &Bound<'_, PyModule>) -> PyResult<()> {
             "stats",
             "diff",
             "convert",
+            "scan",
             // `from .tensorscope import *` (maturin's package) re-exports
             // only these: the command's entry point must be among them.
             "_cli_main",

@@ -64,6 +64,39 @@ pub fn convert(py: Python<'_>, src: PathBuf, dst: PathBuf) -> PyResult<Py<PyAny>
     verb(py, vec!["resave".into(), src.into(), output])
 }
 
+/// The row of `tensorscope scan --json PATH` for a file, as a dict; for a
+/// folder or a Hugging Face repository, the list of its files' rows.
+#[pyfunction]
+pub fn scan(py: Python<'_>, path: PathBuf) -> PyResult<Py<PyAny>> {
+    let location = path.to_string_lossy().into_owned();
+    let many = path.is_dir()
+        || crate::source::remote::hub::parse(
+            &location,
+            &crate::source::remote::client().settings().hf_endpoint,
+        )
+        .is_ok_and(|h| h.is_some_and(|h| h.path.is_none()));
+    let shown = location.clone();
+    let rows = run::detached(py, move |cancel| {
+        let targets = crate::scan::targets(&location).map_err(|e| e.message)?;
+        let mut rows = Vec::with_capacity(targets.len());
+        for t in targets {
+            if cancel.is_cancelled() {
+                return Err("cancelled".to_owned());
+            }
+            rows.push(t.judge().map_err(|e| e.to_string())?);
+        }
+        serde_json::to_vec(&rows).map_err(|e| e.to_string())
+    })?
+    .map_err(|message| errors::error(py, "Io", message, Some(shown)))?;
+    let doc = py
+        .import("json")?
+        .call_method1("loads", (pyo3::types::PyBytes::new(py, &rows),))?;
+    if many {
+        return Ok(doc.unbind());
+    }
+    Ok(doc.get_item(0)?.unbind())
+}
+
 /// A `Write` whose bytes stay readable after the [`Output`] owning it is
 /// dropped.
 #[derive(Clone, Default)]

@@ -37,7 +37,7 @@ pub fn overview_ui(ui: &mut egui::Ui, tab: &Tab, view: &mut ViewState, out: &mut
             )
             .on_hover_text(format!("{} parameters, {} bytes", ov.parameters, all.bytes));
             ui.weak(&ov.container);
-            unsafe_banner_ui(ui, &ov.unsafe_globals);
+            unsafe_banner_ui(ui, &ov.unsafe_globals, &ov.findings);
             let packed = ov.parameters != all.parameters;
             if let Some(q) = loaded.quant.as_deref() {
                 ui.label(format!(
@@ -248,22 +248,45 @@ fn bars_ui(
         });
 }
 
-/// A PyTorch file whose pickle would import globals outside torch's
-/// allowlist: which ones, and that nothing ran and nothing was read.
-pub(super) fn unsafe_banner_ui(ui: &mut egui::Ui, unsafe_globals: &[String]) {
-    if unsafe_globals.is_empty() {
-        return;
-    }
-    ui.colored_label(
-        ui.visuals().error_fg_color,
-        safe_text(
-            &format!(
-                "⚠ Unsafe pickle: it would import {} (not executed). Nothing of it was run and its tensors are not read: only torch's weights_only globals are.",
-                unsafe_globals.join(", ")
+/// What would run code if the checkpoint were loaded by its framework: a
+/// pickle's globals outside torch's allowlist (nothing of it ran, and its
+/// tensors are not read), and every other finding of `scan` (SCAN.md's
+/// rules), each with its file.
+pub(super) fn unsafe_banner_ui(
+    ui: &mut egui::Ui,
+    unsafe_globals: &[String],
+    findings: &[(String, crate::scan::Finding)],
+) {
+    let color = ui.visuals().error_fg_color;
+    if !unsafe_globals.is_empty() {
+        ui.colored_label(
+            color,
+            safe_text(
+                &format!(
+                    "⚠ Unsafe pickle: it would import {} (not executed). Nothing of it was run and its tensors are not read: only torch's weights_only globals are.",
+                    unsafe_globals.join(", ")
+                ),
+                1000,
             ),
-            1000,
-        ),
-    );
+        );
+    }
+    const SHOWN: usize = 12;
+    for (file, f) in findings.iter().take(SHOWN) {
+        ui.colored_label(
+            color,
+            safe_text(&format!("⚠ {file}: {} [{}]", f.message, f.rule.id()), 600),
+        )
+        .on_hover_text(f.rule.help());
+    }
+    if findings.len() > SHOWN {
+        ui.colored_label(
+            color,
+            format!(
+                "… and {} more findings (tensorscope scan lists them all)",
+                findings.len() - SHOWN
+            ),
+        );
+    }
 }
 
 /// Where the architecture is read from: a GGUF's metadata, else

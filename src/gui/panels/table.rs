@@ -26,14 +26,18 @@ pub fn table_panel_ui(
     }
     // Above the (empty) table: why it is empty, and that nothing ran.
     if let Some(l) = tab.load.value()
-        && !l.overview.unsafe_globals.is_empty()
+        && !(l.overview.unsafe_globals.is_empty() && l.overview.findings.is_empty())
     {
         egui::Frame::new()
             .stroke(egui::Stroke::new(1.0, ui.visuals().error_fg_color))
             .inner_margin(6.0)
             .corner_radius(4.0)
             .show(ui, |ui| {
-                super::overview::unsafe_banner_ui(ui, &l.overview.unsafe_globals);
+                super::overview::unsafe_banner_ui(
+                    ui,
+                    &l.overview.unsafe_globals,
+                    &l.overview.findings,
+                );
             });
         ui.add_space(4.0);
     }

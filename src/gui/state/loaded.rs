@@ -53,6 +53,11 @@ pub struct Overview {
     pub container: String,
     /// The globals an unsafe pickle would import (none for a safe file).
     pub unsafe_globals: Vec<String>,
+    /// What `scan` finds in the checkpoint's local files beyond those
+    /// globals (a Keras `Lambda` layer, a GGUF chat template that reaches
+    /// Python's internals, an archive member that escapes its folder, an
+    /// object array): the file's name and the finding.
+    pub findings: Vec<(String, crate::scan::Finding)>,
     /// True when the metadata is a pickle's non-tensor leaves (a training
     /// checkpoint's step, epoch and hyper-parameters), which the overview
     /// lists, not only the keys it knows.
@@ -112,6 +117,8 @@ impl Overview {
             .map(|(_, i)| i.name().chars().take(120).count())
             .max()
             .unwrap_or(0);
+        let unsafe_globals = ck.unsafe_globals();
+        let findings = scan_findings(ck, &unsafe_globals);
         Self {
             parameters,
             largest,
@@ -120,10 +127,46 @@ impl Overview {
             checks,
             longest_name,
             container: ck.container_label(),
-            unsafe_globals: ck.unsafe_globals(),
+            unsafe_globals,
+            findings,
             leaves: ck.shards().iter().any(|s| s.file().pickle().is_some()),
         }
     }
+}
+
+/// The findings of `scan` in `ck`'s local files (read again for their
+/// headers and pickles only), but the `invalid` rule (the file opened) and
+/// the globals `unsafe_globals` already names.
+fn scan_findings(
+    ck: &Checkpoint,
+    unsafe_globals: &[String],
+) -> Vec<(String, crate::scan::Finding)> {
+    use crate::scan::Rule;
+    let mut out = Vec::new();
+    for shard in ck.shards() {
+        let file = shard.file();
+        if file.remote().is_some() {
+            continue;
+        }
+        let path = file.path();
+        let name = path
+            .file_name()
+            .map_or_else(|| path.to_string_lossy(), |n| n.to_string_lossy())
+            .into_owned();
+        let Ok(row) = crate::scan::scan_file(path, name.clone()) else {
+            continue;
+        };
+        for f in row.findings {
+            let named = f.rule == Rule::PickleUnsafeGlobal
+                && f.evidence
+                    .as_ref()
+                    .is_some_and(|g| unsafe_globals.contains(g));
+            if f.rule != Rule::Invalid && !named {
+                out.push((name.clone(), f));
+            }
+        }
+    }
+    out
 }
 
 /// The quantized weights' totals per label, most bytes first (then by

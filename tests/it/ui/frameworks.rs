@@ -75,3 +75,37 @@ fn a_deepspeed_zero3_run_opens_through_latest_as_its_fp32_weights() {
     h.get_by_label("count");
     assert!(h.query_all_by_label("128").count() >= 2);
 }
+
+#[test]
+fn every_scan_finding_is_a_banner_above_the_table_and_in_the_overview() {
+    // A Keras model with a Lambda layer, a GGUF whose chat template reaches
+    // Python's internals, and an `.npz` with a member that escapes its
+    // folder: each opens, and says what would run or land where.
+    for (file, says) in [
+        (
+            "scan/keras/lambda.keras",
+            "is a Lambda layer: its code runs when the model is loaded [keras-lambda]",
+        ),
+        (
+            "scan/gguf/ssti_cycler.gguf",
+            "reaches Python internals (__globals__): rendering it can run code [gguf-chat-template]",
+        ),
+        (
+            "scan/numpy/archive_path_dotdot.npz",
+            "the member ../evil.npy has an absolute path or a '..' component",
+        ),
+    ] {
+        let mut h = harness(State::default(), no_dialog());
+        open(&mut h, &data(file));
+        settle(&mut h);
+        assert!(
+            h.query_all_by_label_contains(says).count() >= 2,
+            "{file}: the banner above the table and the overview's"
+        );
+    }
+    // An ordinary template: no banner.
+    let mut h = harness(State::default(), no_dialog());
+    open(&mut h, &data("scan/gguf/llama3_template.gguf"));
+    settle(&mut h);
+    assert_eq!(h.query_all_by_label_contains("⚠").count(), 0);
+}

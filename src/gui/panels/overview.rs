@@ -248,6 +248,9 @@ fn bars_ui(
         });
 }
 
+/// The findings a banner lists; more are counted.
+const FINDINGS_SHOWN: usize = 12;
+
 /// What would run code if the checkpoint were loaded by its framework: a
 /// pickle's globals outside torch's allowlist (nothing of it ran, and its
 /// tensors are not read), and every other finding of `scan` (SCAN.md's
@@ -270,20 +273,19 @@ pub(super) fn unsafe_banner_ui(
             ),
         );
     }
-    const SHOWN: usize = 12;
-    for (file, f) in findings.iter().take(SHOWN) {
+    for (file, f) in findings.iter().take(FINDINGS_SHOWN) {
         ui.colored_label(
             color,
             safe_text(&format!("⚠ {file}: {} [{}]", f.message, f.rule.id()), 600),
         )
         .on_hover_text(f.rule.help());
     }
-    if findings.len() > SHOWN {
+    if findings.len() > FINDINGS_SHOWN {
         ui.colored_label(
             color,
             format!(
                 "… and {} more findings (tensorscope scan lists them all)",
-                findings.len() - SHOWN
+                findings.len() - FINDINGS_SHOWN
             ),
         );
     }

@@ -13,18 +13,9 @@ use crate::gui::safe_text;
 use crate::gui::state::{SelectMode, Tab, TableState, ViewState};
 use crate::text::{elide_middle, fmt_opt, fmt_shape, human_bytes, human_count};
 
-/// Draws the filter row and the table.
-pub fn table_panel_ui(
-    ui: &mut egui::Ui,
-    tab: &Tab,
-    view: &mut ViewState,
-    tree_view: bool,
-    out: &mut Vec<Command>,
-) {
-    if tab.loaded().is_none() {
-        return;
-    }
-    // Above the (empty) table: why it is empty, and that nothing ran.
+/// Above the table: what would run code if the checkpoint were loaded (an
+/// unsafe pickle's table is empty: why), and that nothing ran.
+fn banner_ui(ui: &mut egui::Ui, tab: &Tab) {
     if let Some(l) = tab.load.value()
         && !(l.overview.unsafe_globals.is_empty() && l.overview.findings.is_empty())
     {
@@ -41,6 +32,20 @@ pub fn table_panel_ui(
             });
         ui.add_space(4.0);
     }
+}
+
+/// Draws the filter row and the table.
+pub fn table_panel_ui(
+    ui: &mut egui::Ui,
+    tab: &Tab,
+    view: &mut ViewState,
+    tree_view: bool,
+    out: &mut Vec<Command>,
+) {
+    if tab.loaded().is_none() {
+        return;
+    }
+    banner_ui(ui, tab);
     filter_row_ui(ui, tab, view, tree_view, out);
     let Some(loaded) = tab.load.value() else {
         return;

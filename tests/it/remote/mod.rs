@@ -5,6 +5,7 @@
 mod frameworks;
 mod gguf;
 mod pytorch;
+mod scan;
 mod series;
 pub mod server;
 

@@ -87,6 +87,12 @@ impl StoredFile {
         Self::with_source(url.into(), Source::Remote(remote))
     }
 
+    /// Validates a local file whose bytes are at hand (`scan`, which read
+    /// them once for its own rules).
+    pub(crate) fn open_local(path: PathBuf, map: Mapping) -> Result<Self, LoadError> {
+        Self::with_source(path, Source::Local(map))
+    }
+
     /// Opens a remote file already open (its first block read).
     pub(crate) fn open_remote(path: PathBuf, remote: RemoteFile) -> Result<Self, LoadError> {
         Self::with_source(path, Source::Remote(remote))

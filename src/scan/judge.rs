@@ -12,9 +12,13 @@ use super::{Finding, Row, Rule, ScanError, Verdict, View, zips};
 use crate::format::containers::{Probe, names_of};
 use crate::format::{CONTAINERS, LoadError, StoredFile};
 use crate::source::RemoteFile;
+use crate::source::map::Mapping;
 
 /// The largest file beside one read for it (a `.distcp`'s `.metadata`).
 const MAX_BESIDE: u64 = 256 << 20;
+
+/// Files up to this long are read into memory, longer ones mapped.
+const READ_WHOLE: u64 = 1 << 20;
 
 /// The first bytes looked at to recognise a file.
 const HEAD: u64 = 64 * 1024;
@@ -74,13 +78,16 @@ pub(super) fn local(path: &Path, shown: String) -> Result<Row, ScanError> {
         ));
     }
     let file = std::fs::File::open(path).map_err(|e| fail(e.to_string()))?;
-    let map = if meta.len() == 0 {
-        None
+    // A small file is read, a large one mapped: its header and pickles
+    // are all a scan looks at.
+    let map = if meta.len() <= READ_WHOLE {
+        Mapping::read(&file, meta.len())
     } else {
-        Some(crate::source::map::Mapping::map(&file).map_err(|e| fail(e.to_string()))?)
-    };
+        Mapping::map(&file)
+    }
+    .map_err(|e| fail(e.to_string()))?;
     let view = View {
-        bytes: map.as_ref().map_or(&[], |m| m.bytes()),
+        bytes: map.bytes(),
         remote: None,
     };
     let (_, extension) = names_of(path);
@@ -97,10 +104,12 @@ pub(super) fn local(path: &Path, shown: String) -> Result<Row, ScanError> {
             .flatten()
     };
     let mut judged = content(&view, &name, extension.as_deref(), &beside).map_err(fail)?;
+    let len = view.len();
     if judged.validate && judged.invalid.is_none() {
-        validated(&mut judged, zips::allow_for(&name), StoredFile::open(path));
+        let opened = StoredFile::open_local(path.to_path_buf(), map);
+        validated(&mut judged, zips::allow_for(&name), opened);
     }
-    Ok(row(judged, shown, file_uri(path), view.len()))
+    Ok(row(judged, shown, file_uri(path), len))
 }
 
 /// Judges the remote file `url`.

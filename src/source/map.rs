@@ -27,6 +27,9 @@ pub struct Mapping {
     /// released before the map is unmapped (see `Drop`).
     guard: Option<fault::Registration>,
     map: Option<memmap2::Mmap>,
+    /// The file's bytes read into memory instead of mapped
+    /// ([`Mapping::read`]).
+    owned: Option<Box<[u8]>>,
 }
 
 impl Mapping {
@@ -37,6 +40,7 @@ impl Mapping {
             return Ok(Self {
                 map: None,
                 guard: None,
+                owned: None,
             });
         }
         // SAFETY: the mapping is read-only and private to this process.
@@ -50,13 +54,33 @@ impl Mapping {
         Ok(Self {
             map: Some(map),
             guard,
+            owned: None,
+        })
+    }
+
+    /// The first `len` bytes of `file` read into memory, for a small file
+    /// that many threads look at once (`scan`): mapping and unmapping it
+    /// would cost each thread's TLB a flush on every unmap. A file changed
+    /// while read is the caller's to see (its length, read again).
+    pub fn read(file: &File, len: u64) -> io::Result<Self> {
+        use std::io::Read as _;
+        let mut bytes = Vec::new();
+        bytes.try_reserve_exact(usize::try_from(len).map_err(io::Error::other)?)?;
+        file.take(len).read_to_end(&mut bytes)?;
+        Ok(Self {
+            map: None,
+            guard: None,
+            owned: Some(bytes.into_boxed_slice()),
         })
     }
 
     /// The mapped bytes: the whole file as it was when mapped (with zeros
     /// where it was cut short while mapped; see [`Mapping::changed`]).
     pub fn bytes(&self) -> &[u8] {
-        self.map.as_deref().unwrap_or(&[])
+        match &self.map {
+            Some(map) => map,
+            None => self.owned.as_deref().unwrap_or(&[]),
+        }
     }
 
     /// Drops this process's hold on the mapped pages: they leave its

@@ -9,7 +9,7 @@ use tensorscope::diff::{DiffOptions, diff};
 use tensorscope::export::{ExportOptions, export_tensor};
 use tensorscope::format::{Checkpoint, INDEX_FILE_NAME, parse};
 use tensorscope::jobs::{CancelToken, Progress};
-use tensorscope::stats::{StatsOptions, scan};
+use tensorscope::stats::{self, StatsOptions};
 
 /// The shard every `index` input sits next to, as the index names it.
 pub const SHARD_NAME: &str = "model-00001-of-00001.safetensors";
@@ -118,7 +118,7 @@ fn read_all(dir: &Path, ck: &Checkpoint, outputs: &[&str]) {
         return;
     }
     let cancel = CancelToken::new();
-    let _ = scan(
+    let _ = stats::scan(
         ck,
         ck.tensors(),
         &StatsOptions::default(),
@@ -214,6 +214,10 @@ pub fn scratch(target: &str) -> std::path::PathBuf {
     dir
 }
 
+/// The `.metadata` of the two-rank FSDP2 fixture, written beside a fuzzed
+/// `.distcp` file.
+const DCP_METADATA: &[u8] = include_bytes!("../../tests/data/dcp/fsdp2_2rank/.metadata");
+
 /// The `.distcp` files of the two-rank FSDP2 fixture, written beside a
 /// fuzzed `.metadata` (its storage entries name them).
 const DCP_RANKS: [(&str, &[u8]); 2] = [
@@ -226,3 +230,41 @@ const DCP_RANKS: [(&str, &[u8]); 2] = [
         include_bytes!("../../tests/data/dcp/fsdp2_2rank/__1_0.distcp"),
     ),
 ];
+
+/// The names a `scan` input is written as: its first byte chooses one (a
+/// scan reads a file by its content, and by its name where that is silent).
+pub const SCAN_NAMES: &[&str] = &[
+    "input.pkl",
+    "input.pt",
+    "input.bin",
+    "input.npy",
+    "input.npz",
+    "input.keras",
+    "input.gguf",
+    "input.safetensors",
+    ".metadata",
+    "__0_0.distcp",
+    "input",
+];
+
+/// `scan`: the input after its first byte, written to `dir` as the name
+/// that byte chooses ([`SCAN_NAMES`]), judged by `scan` (SCAN.md). A
+/// `.distcp` input is judged beside the `.metadata` of a real save.
+///
+/// # Panics
+///
+/// If `dir` cannot be written to (never because of the input).
+pub fn scan(dir: &Path, data: &[u8]) {
+    let Some((&which, content)) = data.split_first() else {
+        return;
+    };
+    let name = SCAN_NAMES[usize::from(which) % SCAN_NAMES.len()];
+    if name.ends_with(".distcp") {
+        std::fs::write(dir.join(".metadata"), DCP_METADATA).expect("the input can be written");
+    }
+    let path = dir.join(name);
+    std::fs::write(&path, content).expect("the input can be written");
+    if let Ok(row) = tensorscope::scan::scan_file(&path, name.into()) {
+        assert!(row.verdict.fails() || row.findings.is_empty());
+    }
+}

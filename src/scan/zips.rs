@@ -64,6 +64,16 @@ pub(super) fn judge(
     out: &mut Vec<Finding>,
 ) -> Result<Judged, String> {
     if extension == Some("distcp") {
+        if view.remote.is_some() {
+            // Its archives' pickles lie among its tensor data, which a scan
+            // does not download: judged as not read, never as safe.
+            return Ok(Judged {
+                format: Some("dcp"),
+                invalid: Some(
+                    "a remote .distcp file is not read (its pickles lie among its tensor data): download the checkpoint's folder and scan it".into(),
+                ),
+            });
+        }
         let metadata = beside(crate::format::dcp::METADATA);
         return Ok(distcp(view, name, metadata, out));
     }

@@ -61,6 +61,12 @@ fn replay(target: &str, run: &mut dyn FnMut(&[u8])) -> usize {
 }
 
 #[test]
+fn scan_inputs_replay() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    assert!(replay("scan", &mut |data| targets::scan(dir.path(), data)) > 0);
+}
+
+#[test]
 fn header_inputs_replay() {
     assert!(replay("header", &mut targets::header) > 0);
 }
@@ -217,6 +223,17 @@ mod mutations {
             let data = mutated("gguf", seed, edits, cut);
             let dir = tempfile::tempdir().expect("tempdir");
             super::gguf_target::gguf(dir.path(), &data);
+        }
+
+        #[test]
+        fn mutated_files_never_panic_a_scan(
+            seed in any::<prop::sample::Index>(),
+            edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..8),
+            cut in any::<Option<prop::sample::Index>>(),
+        ) {
+            let data = mutated("scan", seed, edits, cut);
+            let dir = tempfile::tempdir().expect("tempdir");
+            super::targets::scan(dir.path(), &data);
         }
 
         #[test]

@@ -18,7 +18,16 @@ fn data(sub: &str) -> PathBuf {
 }
 
 fn scan(args: &[&str]) -> (i32, String, String) {
-    let out = crate::exe::command()
+    scan_in(None, args)
+}
+
+/// `tensorscope scan ARGS`, in the working folder `cwd` when given.
+fn scan_in(cwd: Option<&Path>, args: &[&str]) -> (i32, String, String) {
+    let mut cmd = crate::exe::command();
+    if let Some(cwd) = cwd {
+        cmd.current_dir(cwd);
+    }
+    let out = cmd
         .arg("scan")
         .args(args)
         .output_once_more()
@@ -276,19 +285,7 @@ fn text_json_and_sarif_exit_alike_and_nothing_is_written() {
     std::fs::create_dir_all(&cwd).expect("mkdir");
     let before = snapshot(dir.path());
     let tree_text = tree.to_str().expect("utf-8");
-    let run_in = |args: &[&str]| {
-        let out = crate::exe::command()
-            .current_dir(&cwd)
-            .arg("scan")
-            .args(args)
-            .output_once_more()
-            .expect("run");
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    };
+    let run_in = |args: &[&str]| scan_in(Some(&cwd), args);
     // Text: one line a file, its findings indented, a summary.
     let (code, out, err) = run_in(&[tree_text]);
     assert_eq!(code, 1, "{err}");

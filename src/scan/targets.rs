@@ -116,7 +116,14 @@ pub fn targets_noting(
             }
         }
     }
-    found.sort();
+    // Sorted as the relative paths' text is (`/` between the parts), byte
+    // by byte: `a.txt` before `a/b`, as `sort` and Python's `sorted` give.
+    found.sort_by_cached_key(|(rel, _)| {
+        rel.iter()
+            .map(|c| c.to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join("/")
+    });
     Ok(found
         .into_iter()
         .map(|(rel, path)| {
@@ -239,13 +246,14 @@ mod tests {
         std::fs::write(dir.path().join("b/c/z.bin"), b"x").unwrap();
         std::fs::write(dir.path().join("a.txt"), b"x").unwrap();
         std::fs::write(dir.path().join("b/a.txt"), b"x").unwrap();
+        std::fs::write(dir.path().join("b.txt"), b"x").unwrap();
         let root = dir.path().to_string_lossy().into_owned();
         let shown: Vec<String> = targets(&root)
             .unwrap()
             .into_iter()
             .map(|t| t.shown[root.len()..].replace('\\', "/"))
             .collect();
-        assert_eq!(shown, ["/a.txt", "/b/a.txt", "/b/c/z.bin"]);
+        assert_eq!(shown, ["/a.txt", "/b.txt", "/b/a.txt", "/b/c/z.bin"]);
         assert!(targets(&format!("{root}/missing")).is_err());
     }
 }

@@ -17,6 +17,10 @@ use crate::source::map::Mapping;
 /// The largest file beside one read for it (a `.distcp`'s `.metadata`).
 const MAX_BESIDE: u64 = 256 << 20;
 
+/// A remote file of a container not read over HTTP up to this long is
+/// fetched whole to be validated.
+const VALIDATE_WHOLE: u64 = 64 << 20;
+
 /// Files up to this long are read into memory, longer ones mapped.
 const READ_WHOLE: u64 = 1 << 20;
 
@@ -144,8 +148,26 @@ pub(super) fn remote(url: &str, shown: String) -> Result<Row, ScanError> {
     };
     let mut judged = content(&view, &name, extension.as_deref(), &beside).map_err(fail)?;
     if judged.validate && judged.invalid.is_none() {
-        let opened = StoredFile::open_remote(url.into(), file.clone());
-        if let Err(LoadError::Remote { error, .. }) = &opened {
+        let mut opened = StoredFile::open_remote(url.into(), file.clone());
+        let unread = opened
+            .as_ref()
+            .err()
+            .is_some_and(|e| matches!(e.kind(), "RemoteUnsupported" | "NpzRemote"));
+        if unread {
+            // A container not read over HTTP (an `.npz`, a `.keras`, HDF5,
+            // Flax): a small one is validated from a copy in memory, as the
+            // local file is, so that both give one row; a large one is
+            // judged by its rules alone, its tensors not counted.
+            opened = if judged.format != Some("dcp") && view.len() <= VALIDATE_WHOLE {
+                let bytes = view.get(0..view.len()).map_err(fail)?;
+                StoredFile::open_local(url.into(), Mapping::from_bytes(bytes.to_vec()))
+            } else {
+                Err(LoadError::Remote {
+                    path: url.into(),
+                    error: crate::source::RemoteError::new("RemoteUnsupported", String::new()),
+                })
+            };
+        } else if let Err(LoadError::Remote { error, .. }) = &opened {
             return Err(fail(error.to_string()));
         }
         validated(&mut judged, zips::allow_for(&name), opened);

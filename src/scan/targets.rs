@@ -147,12 +147,60 @@ fn remote_targets(location: &str) -> Result<Vec<Target>, TargetError> {
             place: Place::Remote(location.to_owned()),
         }]);
     };
+    let hf = location
+        .get(..5)
+        .is_some_and(|p| p.eq_ignore_ascii_case("hf://"));
+    let base = location.trim_end_matches('/');
     if let Some(path) = &repo.path {
+        // A folder of the repository: every file under it, when the
+        // listing says the path is no file but holds some.
+        let folder = format!("{}/", path.trim_end_matches('/'));
+        if let Ok(files) = list(location, &endpoint, &repo)
+            && !files.contains(path)
+            && files.iter().any(|f| f.starts_with(&folder))
+        {
+            return Ok(files
+                .into_iter()
+                .filter_map(|f| {
+                    let rest = f.strip_prefix(&folder)?.to_owned();
+                    let url = repo.resolve(&endpoint, &f);
+                    Some(Target {
+                        shown: if hf {
+                            format!("{base}/{rest}")
+                        } else {
+                            url.clone()
+                        },
+                        place: Place::Remote(url),
+                    })
+                })
+                .collect());
+        }
         return Ok(vec![Target {
             shown: location.to_owned(),
             place: Place::Remote(repo.resolve(&endpoint, path)),
         }]);
     }
+    let files = list(location, &endpoint, &repo)?;
+    Ok(files
+        .into_iter()
+        .map(|f| {
+            let url = repo.resolve(&endpoint, &f);
+            Target {
+                shown: if hf {
+                    format!("{base}/{f}")
+                } else {
+                    url.clone()
+                },
+                place: Place::Remote(url),
+            }
+        })
+        .collect())
+}
+
+/// Every file of a Hub repository at its revision, sorted, by the Hub's
+/// API (`/api/models/ORG/REPO/revision/REV`: `siblings`).
+fn list(location: &str, endpoint: &str, repo: &hub::HubPath) -> Result<Vec<String>, TargetError> {
+    let client = remote::client();
     let listing = format!(
         "{}/api/models/{}/revision/{}",
         endpoint.trim_end_matches('/'),
@@ -168,26 +216,7 @@ fn remote_targets(location: &str) -> Result<Vec<Target>, TargetError> {
                 repo.repo, repo.revision
             ))
         })?;
-    let files = listed_files(&body)
-        .map_err(|why| error(format!("{location}: the repository's listing {why}")))?;
-    let hf = location
-        .get(..5)
-        .is_some_and(|p| p.eq_ignore_ascii_case("hf://"));
-    let base = location.trim_end_matches('/');
-    Ok(files
-        .into_iter()
-        .map(|f| {
-            let url = repo.resolve(&endpoint, &f);
-            Target {
-                shown: if hf {
-                    format!("{base}/{f}")
-                } else {
-                    url.clone()
-                },
-                place: Place::Remote(url),
-            }
-        })
-        .collect())
+    listed_files(&body).map_err(|why| error(format!("{location}: the repository's listing {why}")))
 }
 
 /// The file names of a Hub listing (`siblings[].rfilename`), checked: no

@@ -58,6 +58,16 @@ impl Mapping {
         })
     }
 
+    /// Bytes already in memory, as a mapping's (a small remote file fetched
+    /// whole, validated by an opener of local files).
+    pub fn from_bytes(bytes: Vec<u8>) -> Self {
+        Self {
+            map: None,
+            guard: None,
+            owned: Some(bytes.into_boxed_slice()),
+        }
+    }
+
     /// The first `len` bytes of `file` read into memory, for a small file
     /// that many threads look at once (`scan`): mapping and unmapping it
     /// would cost each thread's TLB a flush on every unmap. A file changed

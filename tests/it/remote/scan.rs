@@ -25,6 +25,12 @@ const SERVED: &[&str] = &[
     "torch/archive_path_dotdot.pt",
     "numpy/object_array.npy",
     "numpy/plain.npy",
+    "numpy/plain.npz",
+    "numpy/object_member.npz",
+    "numpy/archive_path_dotdot.npz",
+    "keras/model.keras",
+    "keras/lambda.keras",
+    "keras/custom_layer.keras",
     "gguf/ssti_tool_use.gguf",
     "gguf/llama3_template.gguf",
     "invalid/truncated.gguf",
@@ -158,4 +164,50 @@ fn a_large_remote_checkpoint_costs_its_header_not_its_data() {
         "{} bytes received for a header",
         s.body_bytes()
     );
+}
+
+#[test]
+fn a_folder_of_a_hub_repository_is_its_files() {
+    let s = Server::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = dir.path().join("cache");
+    for (name, sample_path) in [
+        ("sub/evil.pkl", "pickles/posix_system_p2.pkl"),
+        ("sub/deeper/model.safetensors", "safe/model.safetensors"),
+        ("top.safetensors", "safe/model.safetensors"),
+    ] {
+        s.file(
+            &format!("/hub/org/repo/resolve/main/{name}"),
+            std::fs::read(sample(sample_path)).expect("sample"),
+        );
+    }
+    s.file(
+        "/hub/api/models/org/repo/revision/main",
+        br#"{"siblings": [{"rfilename": "top.safetensors"}, {"rfilename": "sub/evil.pkl"},
+            {"rfilename": "sub/deeper/model.safetensors"}]}"#
+            .to_vec(),
+    );
+    let endpoint = s.url("/hub");
+    let env = [("HF_ENDPOINT", endpoint.as_str())];
+    let (code, out, err) = run(&cache, &env, &["scan", "--json", "hf://org/repo/sub"]);
+    assert_eq!(code, 1, "{err}");
+    let paths: Vec<String> = rows(&out)
+        .iter()
+        .map(|r| r["path"].as_str().expect("path").to_owned())
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            "hf://org/repo/sub/deeper/model.safetensors",
+            "hf://org/repo/sub/evil.pkl"
+        ]
+    );
+    // A file of the repository is that file alone.
+    let (code, out, err) = run(
+        &cache,
+        &env,
+        &["scan", "--json", "hf://org/repo/top.safetensors"],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(rows(&out).len(), 1);
 }

@@ -81,3 +81,32 @@ def test_arrays_read_in_workers(cluster, tmp_path):
             return float(f.get_tensor("w").sum())
 
     assert ray.get([total.remote(str(p)) for _ in range(4)]) == [float(w.sum())] * 4
+
+
+def test_scan_over_many_files_in_ray_workers(cluster, tmp_path):
+    # PYTHON.md's example: safe, unsafe, invalid and unknown rows in one
+    # dataset give the rows of scan() called here, order aside.
+    rng = np.random.default_rng(3)
+    paths = []
+    for i in range(12):
+        p = tmp_path / f"ok_{i:02}.safetensors"
+        _write(p, {"w": rng.standard_normal((4, 4)).astype(np.float32)})
+        paths.append(str(p))
+    evil = tmp_path / "evil.pkl"
+    evil.write_bytes(b"cos\nsystem\n(S'echo never run'\ntR.")
+    broken = tmp_path / "broken.safetensors"
+    broken.write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{not json")
+    readme = tmp_path / "README.md"
+    readme.write_text("# a model\n")
+    paths += [str(evil), str(broken), str(readme)]
+    rows = (
+        ray.data.from_items([{"path": p} for p in paths])
+        .map(lambda r: tensorscope.scan(r["path"]))
+        .take_all()
+    )
+    key = lambda r: r["path"]
+    assert sorted(rows, key=key) == sorted((tensorscope.scan(p) for p in paths), key=key)
+    verdicts = {r["path"]: r["verdict"] for r in rows}
+    assert verdicts[str(evil)] == "unsafe"
+    assert verdicts[str(broken)] == "invalid"
+    assert verdicts[str(readme)] == "unknown"

@@ -165,7 +165,11 @@ def test_ctrl_c_cancels_the_engine_and_raises_keyboard_interrupt(big_safetensors
     if not hasattr(signal, "SIGINT") or sys.platform == "win32":
         pytest.skip("sending SIGINT to a child process needs a POSIX system")
     code = (
-        "import sys, time, tensorscope\n"
+        "import signal, sys, time, tensorscope\n"
+        # Python leaves SIGINT ignored when the parent ignored it (a job
+        # started with `&` by a shell without job control): Python's own
+        # handler, which is what a terminal's Ctrl-C meets.
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         "print('ready', flush=True)\n"
         "t = time.monotonic()\n"
         "try:\n"

@@ -421,6 +421,41 @@ mod tests {
         assert_eq!(u, "file:///tmp/a%20b/m%C3%A9.pkl");
     }
 
+    /// A version 1.0 `.npy` of `descr` (a Python literal) and `data`.
+    fn npy(descr: &str, data: &[u8]) -> Vec<u8> {
+        let mut header = format!("{{'descr': {descr}, 'fortran_order': False, 'shape': (1,), }}");
+        while (10 + header.len() + 1) % 64 != 0 {
+            header.push(' ');
+        }
+        header.push('\n');
+        let mut out = b"\x93NUMPY\x01\x00".to_vec();
+        out.extend_from_slice(&u16::try_from(header.len()).unwrap().to_le_bytes());
+        out.extend_from_slice(header.as_bytes());
+        out.extend_from_slice(data);
+        out
+    }
+
+    #[test]
+    fn record_dtypes_are_pickles_only_when_numpy_pickled_them() {
+        use crate::format::numpy::header::pickled_data;
+        let plain = npy("[('a', '<f4')]", &[0, 0, 128, 63]);
+        assert_eq!(
+            pickled_data(&plain).unwrap_err().kind(),
+            "NumpyUnsupportedDtype"
+        );
+        let pickled = npy("[('a', '|O')]", b"\x80\x03N.");
+        assert!(pickled_data(&pickled).unwrap().is_some());
+        let object = npy("'|O'", b"\x80\x03N.");
+        assert!(pickled_data(&object).unwrap().is_some());
+        assert_eq!(pickled_data(&npy("'<f4'", &[0; 4])).unwrap(), None);
+        let view = View {
+            bytes: &plain,
+            remote: None,
+        };
+        let judged = content(&view, "r.npy", Some("npy"), &|_| None).unwrap();
+        assert!(judged.invalid.is_none() && judged.findings.is_empty());
+    }
+
     #[test]
     fn protocol_0() {
         assert!(looks_like_protocol_0(b"cos\nsystem\n(S'x'\ntR."));

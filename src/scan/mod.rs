@@ -151,8 +151,9 @@ pub struct Finding {
     pub rule: Rule,
     /// What was found, for people.
     pub message: String,
-    /// The offending text: the global, the member name, the matched token.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// The offending text: the global, the member name, the matched token
+    /// (`null` for `invalid`: every row has the same keys, which table
+    /// readers such as Ray's and pandas' want).
     pub evidence: Option<String>,
     /// Where in the file, when it is known (the pickle's or member's
     /// first byte); SARIF's region.
@@ -183,8 +184,7 @@ pub struct Row {
     pub verdict: Verdict,
     /// Its findings; empty for safe and unknown files.
     pub findings: Vec<Finding>,
-    /// Tensors, where the container was read.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Tensors, where the container was read (`null` elsewhere).
     pub tensors: Option<u64>,
     /// The file's size.
     pub bytes: u64,

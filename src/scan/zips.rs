@@ -184,7 +184,9 @@ pub(super) fn judge(
                     };
                     object_array(&whole, data, &place, m.data_start, out, &mut invalid);
                 }
+                // A member of a dtype not read here is still an array.
                 Ok(None) => {}
+                Err(e) if e.kind() == "NumpyUnsupportedDtype" => {}
                 Err(e) => {
                     invalid.get_or_insert(format!("{place}: {e}"));
                 }

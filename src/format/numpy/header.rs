@@ -137,20 +137,31 @@ pub fn parse_header(bytes: &[u8]) -> Result<NpyHeader, NumpyError> {
 }
 
 /// Where a `.npy`'s data starts when numpy pickled it (a dtype holding
-/// Python objects: `O`, or a record dtype, which numpy pickles when a field
-/// is an object): `Ok(Some(offset))`; `Ok(None)` for an array of plain
-/// elements; or why the header is not a `.npy` header.
+/// Python objects: `O`, or a record dtype whose data is a pickle, as numpy
+/// writes one with an object field): `Ok(Some(offset))`; `Ok(None)` for an
+/// array of plain elements; or why the header is not a `.npy` header (a
+/// record dtype of plain fields is refused as a dtype).
 pub fn pickled_data(bytes: &[u8]) -> Result<Option<u64>, NumpyError> {
     match parse_header(bytes) {
         Ok(_) => Ok(None),
-        Err(NumpyError::Dtype { descr, .. })
+        Err(NumpyError::Dtype { descr, why })
             if descr == "[...]"
                 || matches!(
                     descr.trim_start_matches(['<', '>', '|', '=']),
                     "O" | "O4" | "O8"
                 ) =>
         {
-            header_end(bytes)
+            let Some(end) = header_end(bytes)? else {
+                return Err(NumpyError::Dtype { descr, why });
+            };
+            let pickled = usize::try_from(end)
+                .ok()
+                .and_then(|e| bytes.get(e))
+                .is_some_and(|&b| b == 0x80);
+            if descr == "[...]" && !pickled {
+                return Err(NumpyError::Dtype { descr, why });
+            }
+            Ok(Some(end))
         }
         Err(e) => Err(e),
     }

@@ -111,7 +111,7 @@ pub(super) fn local(path: &Path, shown: String) -> Result<Row, ScanError> {
     let len = view.len();
     if judged.validate && judged.invalid.is_none() {
         let opened = StoredFile::open_local(path.to_path_buf(), map);
-        validated(&mut judged, zips::allow_for(&name), opened);
+        validated(&mut judged, zips::allow_for(&name), &opened);
     }
     Ok(row(judged, shown, file_uri(path), len))
 }
@@ -170,7 +170,7 @@ pub(super) fn remote(url: &str, shown: String) -> Result<Row, ScanError> {
         } else if let Err(LoadError::Remote { error, .. }) = &opened {
             return Err(fail(error.to_string()));
         }
-        validated(&mut judged, zips::allow_for(&name), opened);
+        validated(&mut judged, zips::allow_for(&name), &opened);
     }
     Ok(row(judged, shown, url.to_owned(), view.len()))
 }
@@ -184,38 +184,30 @@ fn is_unread(kind: &str) -> bool {
 /// The container's own verdict: its unsafe globals (ones the rules did not
 /// already name), a refusal as `invalid`, a GGUF's chat templates; the
 /// tensor count when it opened.
-fn validated(judged: &mut Judged, allow: Allow, opened: Result<StoredFile, LoadError>) {
-    match opened {
+fn validated(judged: &mut Judged, allow: Allow, opened: &Result<StoredFile, LoadError>) {
+    let globals = match opened {
         Ok(file) => {
             if let Some(parts) = file.gguf() {
                 super::gguf::findings(&parts.metadata, &mut judged.findings);
             }
-            let globals: Vec<String> = file.unsafe_globals().to_vec();
-            pickles::findings_of(
-                &globals,
-                allow,
-                "a pickle of the checkpoint",
-                0,
-                &mut judged.findings,
-            );
             judged.tensors = Some(file.header().tensors().len() as u64);
+            file.unsafe_globals()
         }
+        Err(e) if e.kind() == "UnsafePickle" => e.unsafe_globals(),
         Err(e) => {
-            let kind = e.kind();
-            if kind == "UnsafePickle" {
-                let globals = e.unsafe_globals().to_vec();
-                pickles::findings_of(
-                    &globals,
-                    Allow::Torch,
-                    "a pickle of the checkpoint",
-                    0,
-                    &mut judged.findings,
-                );
-            } else if !is_unread(kind) {
-                judged.invalid = Some(format!("{kind}: {}", e.message()));
+            if !is_unread(e.kind()) {
+                judged.invalid = Some(format!("{}: {}", e.kind(), e.message()));
             }
+            &[]
         }
-    }
+    };
+    pickles::findings_of(
+        globals,
+        allow,
+        "a pickle of the checkpoint",
+        0,
+        &mut judged.findings,
+    );
 }
 
 /// Recognises the file (`name`, its last name as written) and runs its
@@ -252,7 +244,7 @@ fn content(
                 zips::object_array(
                     whole,
                     data,
-                    "the array",
+                    "the file",
                     0,
                     &mut judged.findings,
                     &mut judged.invalid,
@@ -288,7 +280,7 @@ fn content(
         for (i, step) in PICKLE_STEPS.iter().enumerate() {
             let bytes = view.get(0..len.min(*step))?;
             judged.findings.clear();
-            result = pickles::stream(bytes, max, allow, &mut judged.findings);
+            result = pickles::stream(bytes, max, allow, "the pickle", 0, &mut judged.findings);
             let whole = bytes.len() as u64 == len;
             if result.is_ok() || whole || i + 1 == PICKLE_STEPS.len() {
                 break;

@@ -95,26 +95,32 @@ pub(super) fn starts_pickle(bytes: &[u8]) -> bool {
 
 /// Reads the pickles of a stream back to back (at most `max`): the first
 /// must parse; each one after it is read while the bytes go on as a pickle
-/// of protocol 2 or later does. Returns the first pickle's error.
+/// of protocol 2 or later does. `place` names the stream in the findings'
+/// messages (`"the pickle"`, `"the pickle of member \"archive/data.pkl\""`)
+/// and `at` is where it starts in the file. Returns the first pickle's
+/// error.
 pub(super) fn stream(
     bytes: &[u8],
     max: usize,
     allow: Allow,
+    place: &str,
+    at: u64,
     out: &mut Vec<Finding>,
 ) -> Result<(), PickleError> {
-    let mut at = 0usize;
+    let mut read = 0usize;
     for n in 0..max {
-        let rest = bytes.get(at..).unwrap_or_default();
+        let rest = bytes.get(read..).unwrap_or_default();
         if n > 0 && !starts_pickle(rest) {
             break;
         }
-        let place = if n == 0 {
-            "the pickle".to_owned()
+        let start = at + read as u64;
+        let named = if n == 0 {
+            place.to_owned()
         } else {
-            format!("pickle {} of the file (at byte {at})", n + 1)
+            format!("{place} (pickle {} of the stream, at byte {start})", n + 1)
         };
-        match one(rest, at as u64, allow, &place, out) {
-            Ok(end) => at += end,
+        match one(rest, start, allow, &named, out) {
+            Ok(end) => read += end,
             Err(e) if n == 0 => return Err(e),
             Err(_) => break,
         }
@@ -133,7 +139,15 @@ mod tests {
     #[test]
     fn a_protocol_0_global_is_a_finding_and_an_allowed_one_is_not() {
         let mut out = Vec::new();
-        stream(b"cos\nsystem\n(S'echo hi'\ntR.", 4, Allow::Torch, &mut out).unwrap();
+        stream(
+            b"cos\nsystem\n(S'echo hi'\ntR.",
+            4,
+            Allow::Torch,
+            "the pickle",
+            0,
+            &mut out,
+        )
+        .unwrap();
         assert_eq!(evidence(&out), ["os.system"]);
         assert!(out[0].message.contains("os.system"));
         let mut out = Vec::new();
@@ -141,6 +155,8 @@ mod tests {
             b"\x80\x02ccollections\nOrderedDict\n)R.",
             4,
             Allow::Torch,
+            "the pickle",
+            0,
             &mut out,
         )
         .unwrap();
@@ -152,7 +168,7 @@ mod tests {
         // PROTO 4, "posix" memoized, "system", STACK_GLOBAL, STOP.
         let p = b"\x80\x04\x8c\x05posix\x94\x8c\x06system\x94\x93.";
         let mut out = Vec::new();
-        stream(p, 4, Allow::Torch, &mut out).unwrap();
+        stream(p, 4, Allow::Torch, "the pickle", 0, &mut out).unwrap();
         assert_eq!(evidence(&out), ["posix.system"]);
     }
 
@@ -161,11 +177,19 @@ mod tests {
         let mut p = b"\x80\x02}q\x00.".to_vec();
         p.extend_from_slice(b"\x80\x02cbuiltins\neval\nq\x00X\x02\x00\x00\x001+q\x01\x85R");
         let mut out = Vec::new();
-        stream(&p, MAX_PICKLES, Allow::Torch, &mut out).unwrap();
+        stream(&p, MAX_PICKLES, Allow::Torch, "the pickle", 0, &mut out).unwrap();
         assert_eq!(evidence(&out), ["builtins.eval"]);
         // Cut after REDUCE: the first pickle fails, and still names it.
         let mut out = Vec::new();
-        let e = stream(&p[6..], MAX_PICKLES, Allow::Torch, &mut out).unwrap_err();
+        let e = stream(
+            &p[6..],
+            MAX_PICKLES,
+            Allow::Torch,
+            "the pickle",
+            0,
+            &mut out,
+        )
+        .unwrap_err();
         assert_eq!(e.kind(), "InvalidPickle");
         assert_eq!(evidence(&out), ["builtins.eval"]);
     }
@@ -174,9 +198,9 @@ mod tests {
     fn dcp_records_pass_only_for_dcp() {
         let p = b"\x80\x02ctorch.distributed.checkpoint.metadata\nMetadata\n)R.";
         let mut out = Vec::new();
-        stream(p, 1, Allow::Dcp, &mut out).unwrap();
+        stream(p, 1, Allow::Dcp, "the pickle", 0, &mut out).unwrap();
         assert!(out.is_empty());
-        stream(p, 1, Allow::Torch, &mut out).unwrap();
+        stream(p, 1, Allow::Torch, "the pickle", 0, &mut out).unwrap();
         assert_eq!(
             evidence(&out),
             ["torch.distributed.checkpoint.metadata.Metadata"]

@@ -150,49 +150,42 @@ fn remote_targets(location: &str) -> Result<Vec<Target>, TargetError> {
     let hf = location
         .get(..5)
         .is_some_and(|p| p.eq_ignore_ascii_case("hf://"));
-    let base = location.trim_end_matches('/');
-    if let Some(path) = &repo.path {
-        // A folder of the repository: every file under it, when the
-        // listing says the path is no file but holds some.
-        let folder = format!("{}/", path.trim_end_matches('/'));
-        if let Ok(files) = list(location, &endpoint, &repo)
-            && !files.contains(path)
-            && files.iter().any(|f| f.starts_with(&folder))
-        {
-            return Ok(files
-                .into_iter()
-                .filter_map(|f| {
-                    let rest = f.strip_prefix(&folder)?.to_owned();
-                    let url = repo.resolve(&endpoint, &f);
-                    Some(Target {
-                        shown: if hf {
-                            format!("{base}/{rest}")
-                        } else {
-                            url.clone()
-                        },
-                        place: Place::Remote(url),
-                    })
-                })
-                .collect());
+    // The repository, or a folder of it: the files under `folder`.
+    let (files, folder) = match &repo.path {
+        None => (list(location, &endpoint, &repo)?, String::new()),
+        Some(path) => {
+            // A folder when the listing says the path is no file but
+            // holds some; else the file alone.
+            let folder = format!("{}/", path.trim_end_matches('/'));
+            match list(location, &endpoint, &repo) {
+                Ok(files)
+                    if !files.contains(path) && files.iter().any(|f| f.starts_with(&folder)) =>
+                {
+                    (files, folder)
+                }
+                _ => {
+                    return Ok(vec![Target {
+                        shown: location.to_owned(),
+                        place: Place::Remote(repo.resolve(&endpoint, path)),
+                    }]);
+                }
+            }
         }
-        return Ok(vec![Target {
-            shown: location.to_owned(),
-            place: Place::Remote(repo.resolve(&endpoint, path)),
-        }]);
-    }
-    let files = list(location, &endpoint, &repo)?;
+    };
+    let base = location.trim_end_matches('/');
     Ok(files
-        .into_iter()
-        .map(|f| {
-            let url = repo.resolve(&endpoint, &f);
-            Target {
+        .iter()
+        .filter_map(|f| {
+            let rest = f.strip_prefix(&folder)?;
+            let url = repo.resolve(&endpoint, f);
+            Some(Target {
                 shown: if hf {
-                    format!("{base}/{f}")
+                    format!("{base}/{rest}")
                 } else {
                     url.clone()
                 },
                 place: Place::Remote(url),
-            }
+            })
         })
         .collect())
 }

@@ -43,6 +43,22 @@ pub(super) fn escapes(name: &str) -> bool {
         || name.split(['/', '\\']).any(|c| c == "..")
 }
 
+/// The `archive-path` finding of a member named `name` whose local
+/// header is at byte `at`, when its name leaves its folder.
+fn escaping(name: &str, at: u64, out: &mut Vec<Finding>) {
+    if escapes(name) {
+        out.push(Finding::new(
+            Rule::ArchivePath,
+            format!(
+                "the member {} has an absolute path or a '..' component: extracted, it lands outside its folder",
+                crate::text::safe_text(name, 200)
+            ),
+            Some(name.to_owned()),
+            Some(at),
+        ));
+    }
+}
+
 /// The allowlist of a file's pickles, by its name: DeepSpeed's state
 /// files may name DeepSpeed's records.
 pub(super) fn allow_for(name: &str) -> Allow {
@@ -120,34 +136,51 @@ pub(super) fn judge(
             invalid: None,
         });
     }
-    for m in &members {
-        if escapes(&m.name) {
-            out.push(Finding::new(
-                Rule::ArchivePath,
-                format!(
-                    "the member {} has an absolute path or a '..' component: extracted, it lands outside its folder",
-                    crate::text::safe_text(&m.name, 200)
-                ),
-                Some(m.name.clone()),
-                Some(m.header_start),
-            ));
-        }
-    }
     let mut invalid = None;
-    let allow = allow_for(name);
-    for m in &files {
+    let keras = format == Some("keras");
+    members_rules(
+        view,
+        &mut archive,
+        allow_for(name),
+        keras,
+        0,
+        out,
+        &mut invalid,
+    )?;
+    Ok(Judged { format, invalid })
+}
+
+/// The rules over an archive's members, the archive starting at byte
+/// `base` of the file: `archive-path` for each; the pickles of each `*.pkl`
+/// member (against `allow`), each `.npy` member's object array and, for a
+/// Keras archive, its `config.json`. A member that cannot be read is the
+/// archive's `invalid`; a remote file that cannot be read is the error.
+fn members_rules(
+    view: &View<'_>,
+    archive: &mut Archive,
+    allow: Allow,
+    keras: bool,
+    base: u64,
+    out: &mut Vec<Finding>,
+    invalid: &mut Option<String>,
+) -> Result<(), String> {
+    let members = archive.members().to_vec();
+    for m in &members {
+        escaping(&m.name, base + m.header_start, out);
+    }
+    for m in members.iter().filter(|m| !m.is_dir) {
         let is_pickle = has_extension(&m.name, ".pkl");
         let is_npy = has_extension(&m.name, ".npy");
-        let is_config = format == Some("keras") && m.name == "config.json";
+        let is_config = keras && m.name == "config.json";
         if !(is_pickle || is_npy || is_config) {
             continue;
         }
         let place = format!("member {}", crate::text::safe_text(&m.name, 200));
         let read = if is_npy {
             // The header first; the whole member only for an object array.
-            member_bytes(view, &mut archive, m, Some(NPY_HEAD))
+            member_bytes(view, archive, m, Some(NPY_HEAD))
         } else {
-            member_bytes(view, &mut archive, m, None)
+            member_bytes(view, archive, m, None)
         };
         let bytes = match read {
             Ok(b) => b,
@@ -157,24 +190,21 @@ pub(super) fn judge(
                 continue;
             }
         };
+        // A remote member's data start is known once it was fetched.
+        let at = base
+            + archive
+                .members()
+                .get(m.index)
+                .map_or(m.data_start, |f| f.data_start);
         if is_pickle {
-            let mut found = Vec::new();
-            let result = pickles::stream(&bytes, pickles::MAX_PICKLES, allow, &mut found);
-            for f in &mut found {
-                f.message = format!(
-                    "the pickle of {place}{}",
-                    f.message.trim_start_matches("the pickle")
-                );
-                f.offset = Some(m.data_start);
-            }
-            out.extend(found);
-            if let Err(e) = result {
-                invalid.get_or_insert(format!("the pickle of {place}: {e}"));
+            let place = format!("the pickle of {place}");
+            if let Err(e) = pickles::stream(&bytes, pickles::MAX_PICKLES, allow, &place, at, out) {
+                invalid.get_or_insert(format!("{place}: {e}"));
             }
         } else if is_npy {
             match crate::format::numpy::header::pickled_data(&bytes) {
                 Ok(Some(data)) => {
-                    let whole = match member_bytes(view, &mut archive, m, None) {
+                    let whole = match member_bytes(view, archive, m, None) {
                         Ok(b) => b,
                         Err(Failure::Remote(e)) => return Err(e),
                         Err(Failure::Member(why)) => {
@@ -182,7 +212,7 @@ pub(super) fn judge(
                             continue;
                         }
                     };
-                    object_array(&whole, data, &place, m.data_start, out, &mut invalid);
+                    object_array(&whole, data, &place, at, out, invalid);
                 }
                 // A member of a dtype not read here is still an array.
                 Ok(None) => {}
@@ -200,7 +230,7 @@ pub(super) fn judge(
             }
         }
     }
-    Ok(Judged { format, invalid })
+    Ok(())
 }
 
 /// The pickle of an object array (an `.npy`, or a member of an `.npz`)
@@ -215,17 +245,8 @@ pub(super) fn object_array(
     invalid: &mut Option<String>,
 ) {
     let pickle = npy.get(data as usize..).unwrap_or_default();
-    let mut found = Vec::new();
-    let result = pickles::stream(pickle, 1, Allow::Torch, &mut found);
-    for f in &mut found {
-        f.message = format!(
-            "the object array of {place} is a pickle that{}",
-            f.message.trim_start_matches("the pickle")
-        );
-        f.offset = Some(at + data);
-    }
-    out.extend(found);
-    if let Err(e) = result {
+    let named = format!("the object array of {place}");
+    if let Err(e) = pickles::stream(pickle, 1, Allow::Torch, &named, at + data, out) {
         invalid.get_or_insert(format!(
             "the object array of {place} is not a pickle numpy writes: {e}"
         ));
@@ -311,54 +332,20 @@ fn distcp(
                     bytes,
                     remote: None,
                 };
-                let mut found = Vec::new();
-                let mut archive = match zip::open(bytes) {
-                    Ok(a) => a,
+                match zip::open(bytes) {
+                    Ok(mut archive) => members_rules(
+                        &nested,
+                        &mut archive,
+                        Allow::Dcp,
+                        false,
+                        span.start,
+                        out,
+                        &mut invalid,
+                    )?,
                     Err(e) => {
                         invalid.get_or_insert(format!("the archive at byte {}: {e}", span.start));
-                        continue;
-                    }
-                };
-                let members = archive.members().to_vec();
-                for m in &members {
-                    let place = format!(
-                        "member {} of the archive at byte {}",
-                        crate::text::safe_text(&m.name, 200),
-                        span.start
-                    );
-                    if escapes(&m.name) {
-                        found.push(Finding::new(
-                            Rule::ArchivePath,
-                            format!("the {place} has an absolute path or a '..' component"),
-                            Some(m.name.clone()),
-                            Some(span.start + m.header_start),
-                        ));
-                    }
-                    if m.is_dir || !has_extension(&m.name, ".pkl") {
-                        continue;
-                    }
-                    match member_bytes(&nested, &mut archive, m, None) {
-                        Ok(b) => {
-                            let mut these = Vec::new();
-                            let result = pickles::stream(&b, 1, Allow::Dcp, &mut these);
-                            for f in &mut these {
-                                f.message = format!(
-                                    "the pickle of {place}{}",
-                                    f.message.trim_start_matches("the pickle")
-                                );
-                                f.offset = Some(span.start + m.data_start);
-                            }
-                            found.extend(these);
-                            if let Err(e) = result {
-                                invalid.get_or_insert(format!("the pickle of {place}: {e}"));
-                            }
-                        }
-                        Err(Failure::Remote(e) | Failure::Member(e)) => {
-                            invalid.get_or_insert(format!("{place}: {e}"));
-                        }
                     }
                 }
-                out.extend(found);
             }
             Ok(invalid)
         })

@@ -77,11 +77,7 @@ impl Mapping {
         let mut bytes = Vec::new();
         bytes.try_reserve_exact(usize::try_from(len).map_err(io::Error::other)?)?;
         file.take(len).read_to_end(&mut bytes)?;
-        Ok(Self {
-            map: None,
-            guard: None,
-            owned: Some(bytes.into_boxed_slice()),
-        })
+        Ok(Self::from_bytes(bytes))
     }
 
     /// The mapped bytes: the whole file as it was when mapped (with zeros

@@ -103,6 +103,17 @@ import zlib
 
 import numpy as np
 
+# The measures and the hand-written torch pickles of the Python module's
+# benchmark, which runs where numpy does (this folder is on sys.path).
+from bench_python import (  # noqa: E402
+    cpu_model,
+    memory_bandwidth,
+    p_state_dict,
+    p_str,
+    p_tensor,
+    pkg_version,
+)
+
 SEED = 20261207
 FOLDERS = 50
 BIG_SHAPE = (131072, 4096)  # 2 GiB of F32
@@ -110,95 +121,12 @@ HERE = os.path.abspath(__file__)
 REPO = os.path.dirname(os.path.dirname(HERE))
 
 
-# ---------------------------------------------------------------- measures
-
-
-def best_of(runs, work):
-    best = float("inf")
-    for _ in range(runs):
-        start = time.perf_counter()
-        work()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
-def memory_bandwidth(runs):
-    src = np.ones(1 << 28, dtype=np.float32)
-    dst = np.empty_like(src)
-    np.copyto(dst, src)
-    return src.nbytes / best_of(runs, lambda: np.copyto(dst, src)) / 1e9
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
-
-
-def pkg_version(name):
-    try:
-        from importlib.metadata import version
-
-        return version(name)
-    except Exception:  # noqa: BLE001
-        return "?"
-
-
 # ---------------------------------------------------------------- pickles by hand
-
-
-def p_str(s):  # BINUNICODE
-    b = s.encode()
-    return b"X" + struct.pack("<I", len(b)) + b
-
-
-def p_int(v):  # BININT1, BININT2, BININT, LONG1
-    if 0 <= v < 256:
-        return b"K" + bytes([v])
-    if 0 <= v < 65536:
-        return b"M" + struct.pack("<H", v)
-    if -(1 << 31) <= v < 1 << 31:
-        return b"J" + struct.pack("<i", v)
-    n = v.bit_length() // 8 + 1
-    return b"\x8a" + bytes([n]) + v.to_bytes(n, "little", signed=True)
-
-
-def p_tuple(items):  # MARK ... TUPLE
-    return b"(" + b"".join(p_int(x) for x in items) + b"t"
-
-
-def p_tensor(key, shape, storage="FloatStorage"):
-    """`_rebuild_tensor_v2(persistent_id(('storage', torch.FloatStorage, key,
-    'cpu', numel)), 0, shape, stride, False, OrderedDict())`, C-contiguous."""
-    stride = [1] * len(shape)
-    for d in range(len(shape) - 2, -1, -1):
-        stride[d] = stride[d + 1] * shape[d + 1]
-    numel = int(np.prod(shape))
-    return b"".join([
-        b"ctorch._utils\n_rebuild_tensor_v2\n(",
-        b"(", p_str("storage"), f"ctorch\n{storage}\n".encode(), p_str(key), p_str("cpu"),
-        p_int(numel), b"tQ",
-        p_int(0), p_tuple(shape), p_tuple(stride),
-        b"\x89",  # requires_grad False
-        b"ccollections\nOrderedDict\n)R",  # backward hooks
-        b"tR",
-    ])
 
 
 def p_call(module, name, arg):
     """GLOBAL module.name, MARK, arg, TUPLE, REDUCE: module.name(arg) (protocol 2)."""
     return f"c{module}\n{name}\n(".encode() + p_str(arg) + b"tR"
-
-
-def p_state_dict(pairs):
-    """PROTO 2, OrderedDict(), MARK key value ... SETITEMS, STOP."""
-    body = b"".join(p_str(k) + v for k, v in pairs)
-    return b"\x80\x02ccollections\nOrderedDict\n)R(" + body + b"u."
 
 
 class Reduce:
